@@ -1,0 +1,110 @@
+/* LayerNorm forward. One row per TPR work-items; RPG rows per work-group. Statistics are taken
+ * of d = x - pivot (the row's first element), so that x - mean stays exact for rows far from
+ * zero; mean = pivot + mean(d). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+layernorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
+              __global const float *gamma, __global const float *beta, __global float *y,
+              const ulong y_off, const ulong y_stride, __global float *mean_out,
+              __global float *rstd_out, const ulong rows, const uint cols, const float eps,
+              const uint flags) {
+#if TPR > 1
+  __local float scratch[3 * WG];
+#else
+  __local float *scratch = 0;
+#endif
+  const uint lid = get_local_id(0);
+  const uint lane = lid % TPR;
+  const ulong row = (ulong)get_group_id(0) * RPG + lid / TPR;
+  /* Work-items past the last row still take part in the barriers of the reductions. */
+  const bool active = row < rows;
+  const uint nvec = active ? cols / VEC : 0;
+  const uint ncols = active ? cols : 0;
+  __global const float *xr = x + x_off + (active ? row : 0) * x_stride;
+  const float pivot = active ? xr[0] : 0.0f;
+  HELD_DECL;
+
+#if STATS == 0
+  floatv wmean = 0.0f, wm2 = 0.0f;
+  float wn = 0.0f;
+  FOR_VECS(i, k, nvec) {
+    const floatv xv = LOADV(xr, i);
+    HELD_PUT(k, xv);
+    const floatv d = xv - pivot;
+    wn += 1.0f;
+    const floatv delta = d - wmean;
+    wmean += delta / wn;
+    wm2 += delta * (d - wmean);
+  }
+  /* Every lane of the vector saw wn values: merge the lanes, then the scalar tail. */
+  stats_t st;
+  st.n = wn * VEC;
+  st.mean = HSUM(wmean) / VEC;
+  const floatv dm = wmean - st.mean;
+  st.m2 = HSUM(wm2) + wn * HSUM(dm * dm);
+  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+    const float d = xr[i] - pivot;
+    st.n += 1.0f;
+    const float delta = d - st.mean;
+    st.mean += delta / st.n;
+    st.m2 += delta * (d - st.mean);
+  }
+  st = row_stats(st, scratch);
+  float mean_d = st.mean;
+  const float var = st.m2 / (float)cols;
+#else
+  floatv acc = 0.0f;
+  FOR_VECS(i, k, nvec) {
+    const floatv xv = LOADV(xr, i);
+    HELD_PUT(k, xv);
+    acc += xv - pivot;
+  }
+  float sum = HSUM(acc);
+  for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
+    sum += xr[i] - pivot;
+  float mean_d = row_sum(sum, scratch) / (float)cols;
+  floatv acc2 = 0.0f;
+  FOR_VECS(i, k, nvec) {
+    const floatv dd = HELD_GET(xr, i, k) - pivot - mean_d;
+    acc2 += dd * dd;
+  }
+  float sq = HSUM(acc2);
+  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+    const float dd = xr[i] - pivot - mean_d;
+    sq += dd * dd;
+  }
+  const float var = row_sum(sq, scratch) / (float)cols;
+#endif
+
+  float rstd = rsqrt(var + eps);
+  if (!isfinite(mean_d) || !isfinite(var)) { /* a NaN or Inf in the row: all of it is NaN */
+    rstd = NAN;
+    mean_d = NAN;
+  }
+  if (!active)
+    return;
+  const ulong r = row;
+  if (lane == 0) {
+    if (flags & HAS_MEAN)
+      mean_out[r] = pivot + mean_d;
+    if (flags & HAS_RSTD)
+      rstd_out[r] = rstd;
+  }
+  __global float *yr = y + y_off + r * y_stride;
+  const bool has_gamma = (flags & HAS_GAMMA) != 0, has_beta = (flags & HAS_BETA) != 0;
+  FOR_VECS(i, k, nvec) {
+    floatv o = (HELD_GET(xr, i, k) - pivot - mean_d) * rstd;
+    if (has_gamma)
+      o *= LOADV(gamma, i);
+    if (has_beta)
+      o += LOADV(beta, i);
+    STOREV(yr, i, o);
+  }
+  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+    float o = (xr[i] - pivot - mean_d) * rstd;
+    if (has_gamma)
+      o *= gamma[i];
+    if (has_beta)
+      o += beta[i];
+    yr[i] = o;
+  }
+}

@@ -1,0 +1,100 @@
+/* clnorm: LayerNorm and RMSNorm kernels for any OpenCL device.
+ *
+ * A context (clnorm_ctx) belongs to one OpenCL context and device. Every operation only enqueues
+ * work on the caller's queue and returns; nothing blocks. One clnorm_ctx may be used from several
+ * threads at once. */
+#ifndef CLNORM_H
+#define CLNORM_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(CLNORM_BUILDING)
+#define CLNORM_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define CLNORM_API __attribute__((visibility("default")))
+#else
+#define CLNORM_API
+#endif
+
+#define CLNORM_VERSION_MAJOR 0
+#define CLNORM_VERSION_MINOR 1
+#define CLNORM_VERSION_PATCH 0
+
+typedef struct clnorm_ctx clnorm_ctx;
+
+/* Values are frozen: new statuses are only ever appended. */
+typedef enum clnorm_status {
+  CLNORM_OK = 0,
+  CLNORM_E_INVALID_ARG = 1, /* bad argument: nothing was enqueued */
+  CLNORM_E_UNSUPPORTED = 2, /* a valid request this device or build cannot run */
+  CLNORM_E_OPENCL = 3,      /* an OpenCL call failed */
+  CLNORM_E_BUILD = 4,       /* kernel compilation failed */
+  CLNORM_E_NO_MEMORY = 5,
+  CLNORM_E_DB = 6 /* tuning database problem */
+} clnorm_status;
+
+typedef enum clnorm_dtype { CLNORM_F32 = 0, CLNORM_F16 = 1, CLNORM_BF16 = 2 } clnorm_dtype;
+
+typedef struct clnorm_rows { /* a rows x cols row-major matrix inside a buffer */
+  cl_mem buf;
+  size_t offset; /* index of element (0,0), in elements */
+  size_t stride; /* elements from the start of one row to the next; 0 means cols */
+} clnorm_rows;
+
+/* The library's version as "MAJOR.MINOR.PATCH"; static text. */
+CLNORM_API const char *clnorm_version(void);
+
+/* Creates a clnorm context for `device` inside `context`; retains both. *out receives it.
+ * Returns CLNORM_E_INVALID_ARG (NULL argument, device not in context), CLNORM_E_OPENCL,
+ * CLNORM_E_NO_MEMORY. Environment: CLNORM_LOG=info prints the variant choices on stderr. */
+CLNORM_API clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device,
+                                           clnorm_ctx **out);
+
+/* Releases the context, its programs and kernels. Work already enqueued is unaffected.
+ * NULL is a no-op. */
+CLNORM_API void clnorm_ctx_destroy(clnorm_ctx *ctx);
+
+/* Static text naming a status; never NULL (unknown values give "unknown status"). */
+CLNORM_API const char *clnorm_status_string(clnorm_status status);
+
+/* Detail of the last failure of a call on `ctx` made by the calling thread (which argument and
+ * why, the cl_int code, the build log); "" when there is none. Valid until that thread's next
+ * call into the library. ctx may be NULL (failures of calls given a NULL context). */
+CLNORM_API const char *clnorm_ctx_errmsg(const clnorm_ctx *ctx);
+
+/* LayerNorm over each of `rows` rows of `cols` elements:
+ *   mean = sum(x)/cols, var = sum((x-mean)^2)/cols, rstd = 1/sqrt(var+eps),
+ *   y = (x-mean)*rstd*gamma + beta.
+ * gamma, beta: cols elements of dtype (NULL: ones / zeros). mean, rstd: rows float32 values
+ * (NULL: not wanted). y may be exactly x (same buffer, offset and stride); any other overlap is
+ * invalid. Enqueues on `queue` (of ctx's context and device) after wait_list; *event (if event
+ * is not NULL) completes when all of the call's work is done. rows == 0 enqueues nothing (and
+ * *event, if asked, is a marker). A NaN or Inf in a row makes that row's outputs NaN.
+ * Returns CLNORM_E_INVALID_ARG (nothing enqueued), CLNORM_E_UNSUPPORTED, CLNORM_E_OPENCL,
+ * CLNORM_E_BUILD, CLNORM_E_NO_MEMORY. */
+CLNORM_API clnorm_status clnorm_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                          size_t cols, clnorm_dtype dtype, float eps,
+                                          clnorm_rows x, cl_mem gamma, cl_mem beta,
+                                          clnorm_rows y, cl_mem mean, cl_mem rstd,
+                                          cl_uint num_wait, const cl_event *wait_list,
+                                          cl_event *event);
+
+/* RMSNorm over each row: rstd = 1/sqrt(sum(x^2)/cols + eps), y = x*rstd*gamma.
+ * Arguments, statuses and rules as clnorm_layernorm. */
+CLNORM_API clnorm_status clnorm_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                        size_t cols, clnorm_dtype dtype, float eps, clnorm_rows x,
+                                        cl_mem gamma, clnorm_rows y, cl_mem rstd, cl_uint num_wait,
+                                        const cl_event *wait_list, cl_event *event);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLNORM_H */

@@ -1,0 +1,93 @@
+/* clnorm_variant.h: the variant space, for tuners and tests.
+ *
+ * A variant is one way of running an operation: the parameters its kernel is compiled with.
+ * The library's dispatcher picks one per call; this header lets a caller enumerate the variants
+ * a device accepts, check one against a call, and force one for a call. */
+#ifndef CLNORM_VARIANT_H
+#define CLNORM_VARIANT_H
+
+#include "clnorm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum clnorm_op { CLNORM_OP_LAYERNORM = 0, CLNORM_OP_RMSNORM = 1 } clnorm_op;
+
+typedef enum clnorm_reduce {
+  CLNORM_REDUCE_LOCAL = 0,    /* local-memory tree (portable) */
+  CLNORM_REDUCE_SUBGROUP = 1, /* sub_group_reduce_add (cl_khr_subgroups), one row per group */
+  CLNORM_REDUCE_NVSHFL = 2    /* warp shuffle through inline PTX (NVIDIA's platform) */
+} clnorm_reduce;
+
+typedef enum clnorm_stats {
+  CLNORM_STATS_WELFORD = 0, /* Welford per work-item, Chan merge across work-items */
+  CLNORM_STATS_TWOPASS = 1  /* mean first, then sum of squared deviations */
+} clnorm_stats;
+
+typedef struct clnorm_variant {
+  unsigned wg;          /* work-group size */
+  unsigned tpr;         /* work-items per row; divides wg. 1: one work-item per row, no barriers */
+  unsigned vec;         /* widest vector width (1, 2, 4, 8, 16); a call narrows it to what the
+                           alignment of its offsets and strides allows */
+  unsigned hold;        /* vectors of the row each work-item keeps in private memory (x read
+                           once); 0: the row is re-read from global memory */
+  clnorm_reduce reduce; /* how work-items of one row combine partial results (tpr > 1) */
+  clnorm_stats stats;   /* LayerNorm statistics; RMSNorm variants always say WELFORD */
+} clnorm_variant;
+
+/* One operation, fully described: the arguments of clnorm_layernorm / clnorm_rmsnorm.
+ * Fields an op does not use (beta and mean for RMSNorm) must be NULL. */
+typedef struct clnorm_call {
+  clnorm_op op;
+  size_t rows, cols;
+  clnorm_dtype dtype;
+  float eps;
+  clnorm_rows x, y;
+  cl_mem gamma, beta, mean, rstd;
+} clnorm_call;
+
+/* Why the dispatcher chose a variant. */
+typedef enum clnorm_choice {
+  CLNORM_CHOICE_FORCED = 0,
+  CLNORM_CHOICE_TUNED = 1,
+  CLNORM_CHOICE_NEAREST = 2,
+  CLNORM_CHOICE_BUILTIN = 3,
+  CLNORM_CHOICE_HEURISTIC = 4
+} clnorm_choice;
+
+/* Runs `call`. force == NULL: the dispatcher chooses; otherwise `*force` is used, and a variant
+ * this device or call cannot run gives CLNORM_E_UNSUPPORTED (nothing enqueued, errmsg says why)
+ * rather than another variant. Statuses as clnorm_layernorm. */
+CLNORM_API clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue,
+                                    const clnorm_call *call, const clnorm_variant *force,
+                                    cl_uint num_wait, const cl_event *wait_list, cl_event *event);
+
+/* Writes up to `cap` variants of `op` that this device accepts (device limits and extensions;
+ * a variant may still fail its build) into out, in a fixed order; returns how many there are in
+ * all. out may be NULL when cap is 0. */
+CLNORM_API size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_variant *out,
+                                      size_t cap);
+
+/* CLNORM_OK when `v` can run `call` on this device, else CLNORM_E_UNSUPPORTED or
+ * CLNORM_E_INVALID_ARG (bad call) with the reason in errmsg. Builds the kernel if needed
+ * (CLNORM_E_BUILD, and the work-group size the built kernel allows is checked). */
+CLNORM_API clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
+                                              const clnorm_variant *v);
+
+/* The variant the dispatcher would run for `call`, with the vector width narrowed as the call's
+ * alignment requires, and why it was chosen. Either output may be NULL. */
+CLNORM_API clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call,
+                                       clnorm_variant *out, clnorm_choice *why);
+
+/* Static name of a choice reason ("forced", "tuned", "nearest", "builtin", "heuristic"). */
+CLNORM_API const char *clnorm_choice_string(clnorm_choice why);
+
+/* Writes a short description such as "wg=256 tpr=256 vec=4 hold=4 reduce=local stats=welford"
+ * into buf (always NUL-terminated when size > 0); returns the length it needed. */
+CLNORM_API int clnorm_variant_format(const clnorm_variant *v, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLNORM_VARIANT_H */

@@ -1,0 +1,109 @@
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static cl_int device_string(cl_device_id device, cl_device_info what, char *buf, size_t size) {
+  buf[0] = '\0';
+  const cl_int err = clGetDeviceInfo(device, what, size, buf, NULL);
+  buf[size - 1] = '\0';
+  return err;
+}
+
+static clnorm_status read_device_info(clnorm_ctx *ctx) {
+  clnorm_device_info *info = &ctx->info;
+  cl_platform_id platform;
+  CHECK_CL(ctx, device_string(ctx->device, CL_DEVICE_NAME, info->name, sizeof info->name));
+  CHECK_CL(ctx, device_string(ctx->device, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor));
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_PLATFORM, sizeof platform, &platform,
+                                NULL));
+  CHECK_CL(ctx, clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof info->platform,
+                                  info->platform, NULL));
+  info->platform[sizeof info->platform - 1] = '\0';
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_VENDOR_ID, sizeof info->vendor_id,
+                                &info->vendor_id, NULL));
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_TYPE, sizeof info->type, &info->type,
+                                NULL));
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof info->max_wg,
+                                &info->max_wg, NULL));
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof info->local_mem,
+                                &info->local_mem, NULL));
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_COMPUTE_UNITS,
+                                sizeof info->compute_units, &info->compute_units, NULL));
+  size_t ext_size = 0;
+  CHECK_CL(ctx, clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size));
+  char *ext = malloc(ext_size + 1);
+  RETURN_IF(ctx, !ext, CLNORM_E_NO_MEMORY, "out of host memory reading device extensions");
+  const cl_int err = clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL);
+  ext[ext_size] = '\0';
+  info->has_subgroups = err == CL_SUCCESS && strstr(ext, "cl_khr_subgroups") != NULL;
+  free(ext);
+  CHECK_CL(ctx, err);
+  char cver[64];
+  CHECK_CL(ctx, device_string(ctx->device, CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver));
+  /* "OpenCL C 3.0 ..." devices take -cl-std=CL3.0; the sub-group built-ins need 2.0 or later. */
+  strcpy(info->subgroup_std, strncmp(cver, "OpenCL C 3", 10) == 0 ? "CL3.0" : "CL2.0");
+  info->is_nvidia = strstr(info->platform, "NVIDIA") != NULL && info->vendor_id == 0x10de;
+  return CLNORM_OK;
+}
+
+clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_ctx **out) {
+  RETURN_IF(NULL, !out, CLNORM_E_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  RETURN_IF(NULL, !context, CLNORM_E_INVALID_ARG, "context is NULL");
+  RETURN_IF(NULL, !device, CLNORM_E_INVALID_ARG, "device is NULL");
+
+  cl_uint ndev = 0;
+  cl_int err = clGetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof ndev, &ndev, NULL);
+  RETURN_IF(NULL, err != CL_SUCCESS, CLNORM_E_INVALID_ARG, "context is not a valid cl_context: %s",
+            clnorm__cl_error_name(err));
+  cl_device_id *devices = calloc(ndev ? ndev : 1, sizeof *devices);
+  RETURN_IF(NULL, !devices, CLNORM_E_NO_MEMORY, "out of host memory");
+  err = clGetContextInfo(context, CL_CONTEXT_DEVICES, ndev * sizeof *devices, devices, NULL);
+  int found = 0;
+  for (cl_uint i = 0; err == CL_SUCCESS && i < ndev; i++)
+    found |= devices[i] == device;
+  free(devices);
+  RETURN_IF(NULL, err != CL_SUCCESS, CLNORM_E_OPENCL, "clGetContextInfo failed: %s",
+            clnorm__cl_error_name(err));
+  RETURN_IF(NULL, !found, CLNORM_E_INVALID_ARG, "device is not a device of context");
+
+  clnorm_ctx *ctx = calloc(1, sizeof *ctx);
+  RETURN_IF(NULL, !ctx, CLNORM_E_NO_MEMORY, "out of host memory");
+  ctx->context = context;
+  ctx->device = device;
+  clnorm_status status = read_device_info(ctx);
+  if (status != CLNORM_OK) {
+    /* The message was recorded against ctx, which the caller never sees: move it to NULL. */
+    const clnorm_status s = clnorm__fail(NULL, status, "%s", clnorm_ctx_errmsg(ctx));
+    free(ctx);
+    return s;
+  }
+  if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+    free(ctx);
+    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
+  }
+  if (pthread_mutex_init(&ctx->build_lock, NULL) != 0) {
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
+  }
+  clRetainContext(context);
+  clRetainDevice(device);
+  const char *log = getenv("CLNORM_LOG");
+  ctx->log_info = log && (strcmp(log, "info") == 0 || strcmp(log, "debug") == 0);
+  *out = ctx;
+  return CLNORM_OK;
+}
+
+void clnorm_ctx_destroy(clnorm_ctx *ctx) {
+  if (!ctx)
+    return;
+  clnorm__programs_free(ctx);
+  pthread_mutex_destroy(&ctx->build_lock);
+  pthread_mutex_destroy(&ctx->lock);
+  clReleaseDevice(ctx->device);
+  clReleaseContext(ctx->context);
+  clnorm__clear_error(ctx);
+  free(ctx);
+}

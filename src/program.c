@@ -1,0 +1,203 @@
+/* Programs built from the embedded sources, one per options string, kept for the context's
+ * life. A failed build is kept too, so it is reported again rather than retried. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *kernel_name(clnorm_op op) {
+  return op == CLNORM_OP_LAYERNORM ? "layernorm_fwd" : "rmsnorm_fwd";
+}
+
+/* The canonical options string: options in a fixed, sorted order. */
+static void options_string(const clnorm_device_info *info, const clnorm_variant *v, char *buf,
+                           size_t size) {
+  /* Sub-group built-ins are OpenCL C 2.0 features; everything else is OpenCL C 1.2. */
+  const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
+  snprintf(buf, size, "-cl-std=%s -DHOLD=%u -DREDUCE=%u -DSTATS=%u -DTPR=%u -DVEC=%u -DWG=%u",
+           std, v->hold, (unsigned)v->reduce, (unsigned)v->stats, v->tpr, v->vec, v->wg);
+}
+
+static clnorm_program *find(clnorm_ctx *ctx, uint64_t key) {
+  for (clnorm_program *p = ctx->programs[key % CLNORM_PROGRAM_BUCKETS]; p; p = p->next)
+    if (p->key == key)
+      return p;
+  return NULL;
+}
+
+static char *dup_string(const char *s) {
+  const size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+static char *build_log(cl_program program, cl_device_id device) {
+  size_t size = 0;
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) != CL_SUCCESS)
+    return dup_string("(no build log)");
+  char *log = malloc(size + 1);
+  if (!log)
+    return NULL;
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log, NULL) != CL_SUCCESS)
+    size = 0;
+  log[size] = '\0';
+  return log;
+}
+
+/* Builds the program of one entry; fills status, log and kernel_wg. */
+static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm_variant *v) {
+  const char *op_src = op == CLNORM_OP_LAYERNORM ? clnorm__src_layernorm : clnorm__src_rmsnorm;
+  const size_t op_len =
+      op == CLNORM_OP_LAYERNORM ? clnorm__src_layernorm_len : clnorm__src_rmsnorm_len;
+  const char *sources[] = {clnorm__src_common, "\n", op_src};
+  const size_t lengths[] = {clnorm__src_common_len, 1, op_len};
+  char text[512];
+  cl_int err;
+  p->program = clCreateProgramWithSource(ctx->context, 3, sources, lengths, &err);
+  if (err != CL_SUCCESS) {
+    snprintf(text, sizeof text, "clCreateProgramWithSource failed: %s",
+             clnorm__cl_error_name(err));
+    p->status = CLNORM_E_OPENCL;
+    p->log = dup_string(text);
+    p->program = NULL;
+    return;
+  }
+  err = clBuildProgram(p->program, 1, &ctx->device, p->options, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    char *log = build_log(p->program, ctx->device);
+    const size_t n = (log ? strlen(log) : 0) + 256;
+    p->log = malloc(n);
+    if (p->log)
+      snprintf(p->log, n, "clBuildProgram(\"%s\") failed: %s\n%s", p->options,
+               clnorm__cl_error_name(err), log ? log : "");
+    free(log);
+    p->status = err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS
+                    ? CLNORM_E_BUILD
+                    : CLNORM_E_OPENCL;
+    clReleaseProgram(p->program);
+    p->program = NULL;
+    return;
+  }
+  cl_kernel kernel = clCreateKernel(p->program, kernel_name(op), &err);
+  if (err == CL_SUCCESS)
+    err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                   sizeof p->kernel_wg, &p->kernel_wg, NULL);
+  if (err != CL_SUCCESS) {
+    snprintf(text, sizeof text, "creating kernel %s failed: %s", kernel_name(op),
+             clnorm__cl_error_name(err));
+    p->status = CLNORM_E_OPENCL;
+    p->log = dup_string(text);
+  } else if (p->kernel_wg < v->wg) {
+    snprintf(text, sizeof text,
+             "the built kernel allows work-groups of at most %zu work-items (variant wants %u)",
+             p->kernel_wg, v->wg);
+    p->status = CLNORM_E_UNSUPPORTED;
+    p->log = dup_string(text);
+  } else {
+    p->status = CLNORM_OK;
+    p->free_kernels = malloc(4 * sizeof(cl_kernel));
+    if (p->free_kernels) {
+      p->free_cap = 4;
+      p->free_kernels[p->free_count++] = kernel;
+      kernel = NULL;
+    }
+  }
+  if (kernel)
+    clReleaseKernel(kernel);
+}
+
+clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
+                                  const clnorm_variant *v, clnorm_program **out) {
+  const uint64_t key = clnorm__variant_key(op, dtype, v);
+  pthread_mutex_lock(&ctx->lock);
+  clnorm_program *p = find(ctx, key);
+  pthread_mutex_unlock(&ctx->lock);
+  if (!p) {
+    /* One build at a time; the table lock is not held while compiling so that calls using
+     * programs already built go on. */
+    pthread_mutex_lock(&ctx->build_lock);
+    pthread_mutex_lock(&ctx->lock);
+    p = find(ctx, key);
+    pthread_mutex_unlock(&ctx->lock);
+    if (!p) {
+      char options[256];
+      options_string(&ctx->info, v, options, sizeof options);
+      p = calloc(1, sizeof *p);
+      if (p)
+        p->options = dup_string(options);
+      if (!p || !p->options) {
+        if (p)
+          free(p);
+        pthread_mutex_unlock(&ctx->build_lock);
+        return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory building a program");
+      }
+      p->key = key;
+      build(ctx, op, p, v);
+      pthread_mutex_lock(&ctx->lock);
+      p->next = ctx->programs[key % CLNORM_PROGRAM_BUCKETS];
+      ctx->programs[key % CLNORM_PROGRAM_BUCKETS] = p;
+      pthread_mutex_unlock(&ctx->lock);
+    }
+    pthread_mutex_unlock(&ctx->build_lock);
+  }
+  if (p->status != CLNORM_OK)
+    return clnorm__fail(ctx, p->status, "%s", p->log ? p->log : "program unavailable");
+  *out = p;
+  return CLNORM_OK;
+}
+
+clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op,
+                                  cl_kernel *out) {
+  pthread_mutex_lock(&ctx->lock);
+  if (prog->free_count > 0) {
+    *out = prog->free_kernels[--prog->free_count];
+    pthread_mutex_unlock(&ctx->lock);
+    return CLNORM_OK;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  cl_int err;
+  *out = clCreateKernel(prog->program, kernel_name(op), &err);
+  RETURN_IF(ctx, err != CL_SUCCESS, err == CL_OUT_OF_HOST_MEMORY ? CLNORM_E_NO_MEMORY
+                                                                 : CLNORM_E_OPENCL,
+            "clCreateKernel failed: %s", clnorm__cl_error_name(err));
+  return CLNORM_OK;
+}
+
+void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, cl_kernel kernel) {
+  pthread_mutex_lock(&ctx->lock);
+  if (prog->free_count == prog->free_cap) {
+    const size_t cap = prog->free_cap ? 2 * prog->free_cap : 4;
+    cl_kernel *grown = realloc(prog->free_kernels, cap * sizeof *grown);
+    if (!grown) {
+      pthread_mutex_unlock(&ctx->lock);
+      clReleaseKernel(kernel);
+      return;
+    }
+    prog->free_kernels = grown;
+    prog->free_cap = cap;
+  }
+  prog->free_kernels[prog->free_count++] = kernel;
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void clnorm__programs_free(clnorm_ctx *ctx) {
+  for (size_t b = 0; b < CLNORM_PROGRAM_BUCKETS; b++) {
+    clnorm_program *p = ctx->programs[b];
+    while (p) {
+      clnorm_program *next = p->next;
+      for (size_t i = 0; i < p->free_count; i++)
+        clReleaseKernel(p->free_kernels[i]);
+      free(p->free_kernels);
+      if (p->program)
+        clReleaseProgram(p->program);
+      free(p->options);
+      free(p->log);
+      free(p);
+      p = next;
+    }
+    ctx->programs[b] = NULL;
+  }
+}
