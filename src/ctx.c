@@ -39,10 +39,11 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->has_subgroups = err == CL_SUCCESS && strstr(ext, "cl_khr_subgroups") != NULL;
   free(ext);
   CHECK_CL(ctx, err);
-  char cver[64];
-  CHECK_CL(ctx, device_string(ctx->device, CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver));
-  /* "OpenCL C 3.0 ..." devices take -cl-std=CL3.0; the sub-group built-ins need 2.0 or later. */
-  strcpy(info->subgroup_std, strncmp(cver, "OpenCL C 3", 10) == 0 ? "CL3.0" : "CL2.0");
+  char version[128];
+  CHECK_CL(ctx, device_string(ctx->device, CL_DEVICE_VERSION, version, sizeof version));
+  /* The sub-group built-ins need OpenCL C 2.0 or later; OpenCL 3.0 devices (PoCL 5) may report
+   * OpenCL C 1.2 as their C version yet take -cl-std=CL3.0 with the sub-group feature. */
+  strcpy(info->subgroup_std, strncmp(version, "OpenCL 3", 8) == 0 ? "CL3.0" : "CL2.0");
   info->is_nvidia = strstr(info->platform, "NVIDIA") != NULL && info->vendor_id == 0x10de;
   return CLNORM_OK;
 }
@@ -83,7 +84,7 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
     free(ctx);
     return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
   }
-  if (pthread_mutex_init(&ctx->build_lock, NULL) != 0) {
+  if (pthread_cond_init(&ctx->built, NULL) != 0) {
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
@@ -100,7 +101,7 @@ void clnorm_ctx_destroy(clnorm_ctx *ctx) {
   if (!ctx)
     return;
   clnorm__programs_free(ctx);
-  pthread_mutex_destroy(&ctx->build_lock);
+  pthread_cond_destroy(&ctx->built);
   pthread_mutex_destroy(&ctx->lock);
   clReleaseDevice(ctx->device);
   clReleaseContext(ctx->context);

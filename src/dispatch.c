@@ -51,21 +51,35 @@ static clnorm_status usable(clnorm_ctx *ctx, const clnorm_call *call, const clno
   return CLNORM_OK;
 }
 
+/* The variant to run and its built program. A forced variant is used as given or refused; a
+ * chosen one falls back, in order, to safer variants when its build fails or the built kernel
+ * cannot take its work-group size (register pressure can lower that limit). */
 static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *force,
-                            clnorm_variant *eff, clnorm_choice *why) {
+                            clnorm_variant *eff, clnorm_choice *why, clnorm_program **prog) {
   if (force) {
     *why = CLNORM_CHOICE_FORCED;
-    return usable(ctx, call, force, eff);
+    clnorm_status st = usable(ctx, call, force, eff);
+    return st != CLNORM_OK ? st : clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
   }
-  clnorm_variant v;
-  clnorm__heuristic(&ctx->info, call, &v);
+  clnorm_variant candidates[3];
+  clnorm__heuristic(&ctx->info, call, &candidates[0]);
+  candidates[1] = candidates[0];
+  candidates[1].hold = 0; /* re-read the row: no private array, no register pressure */
+  candidates[1].stats = CLNORM_STATS_WELFORD;
+  candidates[2] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   *why = CLNORM_CHOICE_HEURISTIC;
-  if (usable(ctx, call, &v, eff) == CLNORM_OK)
-    return CLNORM_OK;
-  /* The heuristic's held row may not fit once the vector width is narrowed: re-read instead. */
-  v.hold = 0;
-  v.stats = CLNORM_STATS_WELFORD;
-  return usable(ctx, call, &v, eff);
+  clnorm_status st = CLNORM_E_UNSUPPORTED;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    st = usable(ctx, call, &candidates[i], eff);
+    if (st == CLNORM_OK)
+      st = clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
+    if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
+      break;
+    if (ctx->log_info)
+      fprintf(stderr, "clnorm: falling back from a %s candidate: %s\n",
+              clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
+  }
+  return st;
 }
 
 /* CLNORM_LOG=info: one line per op, dtype, cols and row class. */
@@ -125,14 +139,10 @@ static clnorm_status set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *c
 }
 
 static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
-                             const clnorm_variant *v, cl_uint num_wait, const cl_event *wait_list,
-                             cl_event *event) {
-  clnorm_program *prog;
-  clnorm_status st = clnorm__program_get(ctx, call->op, call->dtype, v, &prog);
-  if (st != CLNORM_OK)
-    return st;
+                             const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
+                             const cl_event *wait_list, cl_event *event) {
   cl_kernel kernel;
-  st = clnorm__kernel_take(ctx, prog, call->op, &kernel);
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, &kernel);
   if (st != CLNORM_OK)
     return st;
   st = set_args(ctx, kernel, call);
@@ -168,19 +178,20 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
             call->dtype == CLNORM_F16 ? "CLNORM_F16" : "CLNORM_BF16");
   RETURN_IF(ctx, call->cols > UINT32_MAX, CLNORM_E_UNSUPPORTED,
             "cols %zu exceeds 2^32 - 1 elements per row", call->cols);
-  clnorm_variant v;
-  clnorm_choice why;
-  st = choose(ctx, call, force, &v, &why);
-  if (st != CLNORM_OK)
-    return st;
   if (call->rows == 0) {
     if (event)
       CHECK_CL(ctx, clEnqueueMarkerWithWaitList(queue, num_wait, wait_list, event));
     return CLNORM_OK;
   }
+  clnorm_variant v;
+  clnorm_choice why;
+  clnorm_program *prog;
+  st = choose(ctx, call, force, &v, &why, &prog);
+  if (st != CLNORM_OK)
+    return st;
   if (ctx->log_info)
     log_choice(ctx, call, &v, why);
-  return enqueue(ctx, queue, call, &v, num_wait, wait_list, event);
+  return enqueue(ctx, queue, call, &v, prog, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows, size_t cols,
@@ -209,7 +220,8 @@ clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call, clnorm_var
             CLNORM_E_INVALID_ARG, "unknown op or cols == 0");
   clnorm_variant v;
   clnorm_choice w;
-  const clnorm_status st = choose(ctx, call, NULL, &v, &w);
+  clnorm_program *prog;
+  const clnorm_status st = choose(ctx, call, NULL, &v, &w, &prog);
   if (st == CLNORM_OK) {
     if (out)
       *out = v;
@@ -228,9 +240,7 @@ clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
   RETURN_IF(ctx, call->dtype != CLNORM_F32, CLNORM_E_UNSUPPORTED,
             "only CLNORM_F32 is supported by this build");
   clnorm_variant eff;
-  clnorm_status st = usable(ctx, call, v, &eff);
-  if (st != CLNORM_OK)
-    return st;
+  clnorm_choice why;
   clnorm_program *prog;
-  return clnorm__program_get(ctx, call->op, call->dtype, &eff, &prog);
+  return choose(ctx, call, v, &eff, &why, &prog);
 }

@@ -29,6 +29,7 @@ typedef struct clnorm_program {
   uint64_t key;
   char *options;
   cl_program program; /* NULL when the build failed */
+  int ready;          /* 0 while a thread builds it (others wait on ctx->built) */
   clnorm_status status;
   char *log; /* build log or the reason the variant cannot run here */
   size_t kernel_wg;
@@ -45,7 +46,7 @@ struct clnorm_ctx {
   cl_device_id device;
   clnorm_device_info info;
   pthread_mutex_t lock; /* guards the program table and each program's free list */
-  pthread_mutex_t build_lock;
+  pthread_cond_t built; /* signalled when a program's build ends */
   clnorm_program *programs[CLNORM_PROGRAM_BUCKETS];
   int log_info;                  /* CLNORM_LOG=info */
   uint64_t logged[CLNORM_LOGGED]; /* shape classes whose choice was logged (0: empty slot) */

@@ -1,5 +1,6 @@
 /* Programs built from the embedded sources, one per options string, kept for the context's
- * life. A failed build is kept too, so it is reported again rather than retried. */
+ * life. A failed build is kept too, so it is reported again rather than retried. The table is
+ * keyed by the packed variant, which maps one to one onto the canonical options string. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -114,35 +115,31 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
   const uint64_t key = clnorm__variant_key(op, dtype, v);
   pthread_mutex_lock(&ctx->lock);
   clnorm_program *p = find(ctx, key);
-  pthread_mutex_unlock(&ctx->lock);
   if (!p) {
-    /* One build at a time; the table lock is not held while compiling so that calls using
-     * programs already built go on. */
-    pthread_mutex_lock(&ctx->build_lock);
-    pthread_mutex_lock(&ctx->lock);
-    p = find(ctx, key);
-    pthread_mutex_unlock(&ctx->lock);
-    if (!p) {
-      char options[256];
-      options_string(&ctx->info, v, options, sizeof options);
-      p = calloc(1, sizeof *p);
-      if (p)
-        p->options = dup_string(options);
-      if (!p || !p->options) {
-        if (p)
-          free(p);
-        pthread_mutex_unlock(&ctx->build_lock);
-        return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory building a program");
-      }
-      p->key = key;
-      build(ctx, op, p, v);
-      pthread_mutex_lock(&ctx->lock);
-      p->next = ctx->programs[key % CLNORM_PROGRAM_BUCKETS];
-      ctx->programs[key % CLNORM_PROGRAM_BUCKETS] = p;
+    /* Claim the entry, then build without holding the lock: other programs build and run
+     * meanwhile, and threads wanting this one wait for it. */
+    char options[256];
+    options_string(&ctx->info, v, options, sizeof options);
+    p = calloc(1, sizeof *p);
+    if (p)
+      p->options = dup_string(options);
+    if (!p || !p->options) {
+      free(p);
       pthread_mutex_unlock(&ctx->lock);
+      return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory building a program");
     }
-    pthread_mutex_unlock(&ctx->build_lock);
+    p->key = key;
+    p->next = ctx->programs[key % CLNORM_PROGRAM_BUCKETS];
+    ctx->programs[key % CLNORM_PROGRAM_BUCKETS] = p;
+    pthread_mutex_unlock(&ctx->lock);
+    build(ctx, op, p, v);
+    pthread_mutex_lock(&ctx->lock);
+    p->ready = 1;
+    pthread_cond_broadcast(&ctx->built);
   }
+  while (!p->ready)
+    pthread_cond_wait(&ctx->built, &ctx->lock);
+  pthread_mutex_unlock(&ctx->lock);
   if (p->status != CLNORM_OK)
     return clnorm__fail(ctx, p->status, "%s", p->log ? p->log : "program unavailable");
   *out = p;

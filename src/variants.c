@@ -9,14 +9,14 @@
 /* The parameter values; a variant is one combination that passes variant_device_ok. */
 static const unsigned wg_values[] = {1, 4, 16, 32, 64, 128, 256, 512, 1024};
 static const unsigned tpr_values[] = {1, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-static const unsigned vec_values[] = {1, 2, 4, 8, 16};
+static const unsigned vec_values[] = {2, 4, 8, 16};
 static const unsigned hold_values[] = {0, 1, 4, 16};
 static const clnorm_reduce reduce_values[] = {CLNORM_REDUCE_LOCAL, CLNORM_REDUCE_SUBGROUP,
                                               CLNORM_REDUCE_NVSHFL};
 static const clnorm_stats stats_values[] = {CLNORM_STATS_WELFORD, CLNORM_STATS_TWOPASS};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_ROWS_PER_GROUP 16 /* with tpr > 1: more rows per group only add idle lanes */
+#define MAX_ROWS_PER_GROUP 8 /* with tpr > 1: more rows per group only add idle lanes */
 
 static int is_pow2(unsigned v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -24,6 +24,13 @@ static int why(char *buf, size_t size, const char *text) {
   if (buf && size)
     snprintf(buf, size, "%s", text);
   return 0;
+}
+
+/* Whether a variant belongs to the searched space: vector widths worth trying for each shape
+ * (a call narrows the width itself when its alignment needs it, so narrow widths need not be
+ * searched: four floats per load and up on GPUs, wider on CPUs' one-item-per-row kernels). */
+static int in_space(const clnorm_variant *v) {
+  return v->tpr == 1 ? v->vec >= 4 : v->vec <= 8;
 }
 
 int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
@@ -41,13 +48,15 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
   if (v->tpr == 1 && v->reduce != CLNORM_REDUCE_LOCAL)
     return why(buf, size, "tpr == 1 has no reduction: reduce must be local");
   if (v->tpr > 1 && v->wg / v->tpr > MAX_ROWS_PER_GROUP)
-    return why(buf, size, "more than 16 rows per work-group");
+    return why(buf, size, "more than 8 rows per work-group");
   if (v->reduce == CLNORM_REDUCE_SUBGROUP && (!info->has_subgroups || v->tpr != v->wg))
     return why(buf, size, "sub-group reduction needs cl_khr_subgroups and tpr == wg");
   if (v->reduce == CLNORM_REDUCE_NVSHFL && (!info->is_nvidia || v->wg % 32 != 0))
     return why(buf, size, "warp shuffle needs NVIDIA's platform and wg a multiple of 32");
   if ((unsigned)v->reduce > CLNORM_REDUCE_NVSHFL || (unsigned)v->stats > CLNORM_STATS_TWOPASS)
     return why(buf, size, "unknown reduce or stats value");
+  if (v->stats == CLNORM_STATS_TWOPASS && v->hold == 0)
+    return why(buf, size, "two-pass statistics need the row held (hold > 0)");
   if (op == CLNORM_OP_RMSNORM && v->stats != CLNORM_STATS_WELFORD)
     return why(buf, size, "RMSNorm variants have no statistics choice (stats must be welford)");
   return 1;
@@ -64,7 +73,7 @@ size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm
             for (size_t f = 0; f < COUNT(stats_values); f++) {
               const clnorm_variant v = {wg_values[a],     tpr_values[b],    vec_values[c],
                                         hold_values[d],   reduce_values[e], stats_values[f]};
-              if (!clnorm__variant_device_ok(info, op, &v, NULL, 0))
+              if (!in_space(&v) || !clnorm__variant_device_ok(info, op, &v, NULL, 0))
                 continue;
               if (n < cap)
                 out[n] = v;
@@ -113,12 +122,13 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     v.vec = 16;
   } else {
     v.vec = 4;
-    const size_t vectors = (call->cols + 3) / 4;
+    const unsigned vec = clnorm__call_vec(call, 4);
+    const size_t vectors = (call->cols + vec - 1) / vec;
     unsigned max_wg = info->max_wg >= 1024 ? 1024 : (unsigned)pow2_ceil(info->max_wg + 1) / 2;
     if (vectors <= 16) {
       /* Short rows: a small slice of the group per row, several rows per group. */
       v.tpr = 4;
-      v.wg = 64 <= max_wg ? 64 : max_wg;
+      v.wg = 32 <= max_wg ? 32 : max_wg;
     } else {
       /* About four vectors per work-item, between 32 and the device's maximum. */
       unsigned tpr = pow2_ceil((vectors + 3) / 4);
@@ -129,7 +139,8 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
       if (v.wg > max_wg)
         v.wg = max_wg;
     }
-    const size_t per_item = (vectors + v.tpr - 1) / v.tpr;
+    /* hold counts vectors of the width the call runs at; the variant states it at width 4 */
+    const size_t per_item = ((vectors + v.tpr - 1) / v.tpr + (4 / vec) - 1) / (4 / vec);
     v.hold = per_item <= 1 ? 1 : per_item <= 4 ? 4 : per_item <= 16 ? 16 : 0;
     v.stats = v.hold ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;
     if (info->is_nvidia && v.wg % 32 == 0)
