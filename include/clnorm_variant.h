@@ -80,6 +80,22 @@ CLNORM_API clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call
 CLNORM_API clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call,
                                        clnorm_variant *out, clnorm_choice *why);
 
+/* The variant the built-in heuristic picks for `call` (ignoring tuned and shipped results), as
+ * the call would run it. CLNORM_E_INVALID_ARG for a bad call. */
+CLNORM_API clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *call,
+                                          clnorm_variant *out);
+
+/* Replaces the context's tuned table with this device's winners from the tuning database at
+ * `path` (NULL: $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db, else
+ * ~/.cache/clnorm/tuning.db). clnorm_ctx_create does this once with NULL. Results of another
+ * driver version or kernel source are never used. On failure (CLNORM_E_DB: missing, unreadable,
+ * corrupt or newer database) the table is left as it was and errmsg says why; calls keep
+ * working from the built-in table and the heuristic. Safe while other threads make calls. */
+CLNORM_API clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *path);
+
+/* How many tuned results the context uses (after clnorm_ctx_load_tuning). */
+CLNORM_API size_t clnorm_ctx_tuned_count(const clnorm_ctx *ctx);
+
 /* Static name of a choice reason ("forced", "tuned", "nearest", "builtin", "heuristic"). */
 CLNORM_API const char *clnorm_choice_string(clnorm_choice why);
 

@@ -1,5 +1,6 @@
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,8 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   return CLNORM_OK;
 }
 
+static const char *info_name(const clnorm_ctx *ctx) { return ctx->info.name; }
+
 clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_ctx **out) {
   RETURN_IF(NULL, !out, CLNORM_E_INVALID_ARG, "out is NULL");
   *out = NULL;
@@ -93,6 +96,14 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
   clRetainDevice(device);
   const char *log = getenv("CLNORM_LOG");
   ctx->log_info = log && (strcmp(log, "info") == 0 || strcmp(log, "debug") == 0);
+  clnorm__builtin_load(ctx);
+  /* A missing or bad tuning database never fails the context: calls use the built-in table and
+   * the heuristic, and the log says why. */
+  if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK && ctx->log_info)
+    fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
+  else if (ctx->log_info)
+    fprintf(stderr, "clnorm: %zu tuned results for %s\n", ctx->tuned_count, info_name(ctx));
+  clnorm__clear_error(ctx);
   *out = ctx;
   return CLNORM_OK;
 }
@@ -101,6 +112,7 @@ void clnorm_ctx_destroy(clnorm_ctx *ctx) {
   if (!ctx)
     return;
   clnorm__programs_free(ctx);
+  clnorm__tuning_free(ctx);
   pthread_cond_destroy(&ctx->built);
   pthread_mutex_destroy(&ctx->lock);
   clReleaseDevice(ctx->device);

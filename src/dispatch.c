@@ -61,6 +61,33 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
     clnorm_status st = usable(ctx, call, force, eff);
     return st != CLNORM_OK ? st : clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
   }
+  /* Tuned, nearest tuned and built-in entries, in order; each re-checked against the device
+   * and the call. Entries are copied under the lock: the table may be replaced meanwhile. */
+  const unsigned row_class = clnorm__row_class(call->rows);
+  for (int source = 0; source < 4; source++) {
+    clnorm_variant v;
+    int found = 0;
+    pthread_mutex_lock(&ctx->lock);
+    const clnorm_tuned *table = source < 2 ? ctx->tuned : ctx->builtin;
+    const size_t count = source < 2 ? ctx->tuned_count : ctx->builtin_count;
+    const clnorm_tuned *t = clnorm__tuned_find(table, count, call->op, call->dtype, call->cols,
+                                               row_class, source % 2 == 0, 0);
+    if (t) {
+      v = t->variant;
+      found = 1;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (!found)
+      continue;
+    *why = source == 0 ? CLNORM_CHOICE_TUNED : source == 1 ? CLNORM_CHOICE_NEAREST
+                                                           : CLNORM_CHOICE_BUILTIN;
+    if (usable(ctx, call, &v, eff) == CLNORM_OK &&
+        clnorm__program_get(ctx, call->op, call->dtype, eff, prog) == CLNORM_OK)
+      return CLNORM_OK;
+    if (ctx->log_info)
+      fprintf(stderr, "clnorm: the %s variant cannot run this call, falling back: %s\n",
+              clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
+  }
   clnorm_variant candidates[3];
   clnorm__heuristic(&ctx->info, call, &candidates[0]);
   candidates[1] = candidates[0];
@@ -243,4 +270,33 @@ clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
   clnorm_choice why;
   clnorm_program *prog;
   return choose(ctx, call, v, &eff, &why, &prog);
+}
+
+clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *out) {
+  RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
+  RETURN_IF(ctx, !call || !out, CLNORM_E_INVALID_ARG, "call or out is NULL");
+  RETURN_IF(ctx, (unsigned)call->op > CLNORM_OP_RMSNORM || call->cols == 0,
+            CLNORM_E_INVALID_ARG, "unknown op or cols == 0");
+  clnorm_variant v;
+  clnorm__heuristic(&ctx->info, call, &v);
+  if (usable(ctx, call, &v, out) != CLNORM_OK) {
+    v.hold = 0;
+    v.stats = CLNORM_STATS_WELFORD;
+    return usable(ctx, call, &v, out);
+  }
+  return CLNORM_OK;
+}
+
+clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *path) {
+  RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
+  return clnorm__tuning_load(ctx, path);
+}
+
+size_t clnorm_ctx_tuned_count(const clnorm_ctx *ctx) {
+  if (!ctx)
+    return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+  const size_t n = ctx->tuned_count;
+  pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+  return n;
 }

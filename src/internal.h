@@ -38,6 +38,21 @@ typedef struct clnorm_program {
   struct clnorm_program *next;
 } clnorm_program;
 
+/* One row of the tuned table: the winner for an op, dtype, cols and row class. */
+typedef struct clnorm_tuned {
+  clnorm_op op;
+  clnorm_dtype dtype;
+  size_t cols;
+  unsigned row_class;
+  clnorm_variant variant;
+} clnorm_tuned;
+
+/* A shipped winner: for devices whose name contains `device`. */
+typedef struct clnorm_builtin {
+  const char *device;
+  clnorm_tuned entry;
+} clnorm_builtin;
+
 #define CLNORM_PROGRAM_BUCKETS 256
 #define CLNORM_LOGGED 512
 
@@ -48,6 +63,11 @@ struct clnorm_ctx {
   pthread_mutex_t lock; /* guards the program table and each program's free list */
   pthread_cond_t built; /* signalled when a program's build ends */
   clnorm_program *programs[CLNORM_PROGRAM_BUCKETS];
+  clnorm_tuned *tuned; /* sorted by op, dtype, row class, cols; replaced whole under lock */
+  size_t tuned_count;
+  const clnorm_tuned *builtin; /* this device's shipped winners, sorted like tuned */
+  size_t builtin_count;
+  clnorm_tuned *builtin_own;
   int log_info;                  /* CLNORM_LOG=info */
   uint64_t logged[CLNORM_LOGGED]; /* shape classes whose choice was logged (0: empty slot) */
 };
@@ -88,6 +108,14 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
 unsigned clnorm__row_class(size_t rows);
 uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_variant *v);
 
+/* tuned.c: the tuned and built-in tables. */
+clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path);
+void clnorm__builtin_load(clnorm_ctx *ctx);
+const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
+                                       clnorm_dtype dtype, size_t cols, unsigned row_class,
+                                       int exact, size_t skip);
+void clnorm__tuning_free(clnorm_ctx *ctx);
+
 /* validate.c */
 clnorm_status clnorm__validate(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                                cl_uint num_wait, const cl_event *wait_list);
@@ -99,6 +127,7 @@ clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_
                                   cl_kernel *out);
 void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, cl_kernel kernel);
 void clnorm__programs_free(clnorm_ctx *ctx);
+uint64_t clnorm__kernel_hash(void);
 
 /* kernels embedded by cmake/embed.cmake */
 extern const char clnorm__src_common[];

@@ -20,6 +20,20 @@ static void options_string(const clnorm_device_info *info, const clnorm_variant 
            std, v->hold, (unsigned)v->reduce, (unsigned)v->stats, v->tpr, v->vec, v->wg);
 }
 
+uint64_t clnorm__kernel_hash(void) {
+  /* FNV-1a over every embedded source: tuned results are valid for these kernels only. */
+  const char *parts[] = {clnorm__src_common, clnorm__src_layernorm, clnorm__src_rmsnorm};
+  const size_t lengths[] = {clnorm__src_common_len, clnorm__src_layernorm_len,
+                            clnorm__src_rmsnorm_len};
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < lengths[i]; j++) {
+      h ^= (unsigned char)parts[i][j];
+      h *= 1099511628211ull;
+    }
+  return h;
+}
+
 static clnorm_program *find(clnorm_ctx *ctx, uint64_t key) {
   for (clnorm_program *p = ctx->programs[key % CLNORM_PROGRAM_BUCKETS]; p; p = p->next)
     if (p->key == key)

@@ -1,0 +1,168 @@
+/* The tuning database: measured variants per device and shape, kept in SQLite.
+ *
+ * db.c is the only file that includes sqlite3.h. The library opens the database for reading once
+ * per context and copies this device's winners into memory; normtune opens it for writing, stores
+ * one result per transaction, lists, exports and imports. Every function returns a clnorm_status
+ * (CLNORM_E_DB for any database problem) and writes a message into err (err_size bytes, always
+ * NUL-terminated; "" on success; err may be NULL). Nothing here prints or aborts. A clnorm_db
+ * handle is used by one thread at a time; several handles (threads, processes) may share a file.
+ * Needs SQLite 3.25 or later. Internal; never installed. */
+#ifndef CLNORM_DB_H
+#define CLNORM_DB_H
+
+#include "clnorm.h"
+#include "clnorm_variant.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CLNORM_DB_SCHEMA 1      /* PRAGMA user_version this build reads and writes */
+#define CLNORM_DB_JSON_FORMAT 1 /* "format_version" of exported JSON */
+
+typedef struct clnorm_db clnorm_db;
+
+/* What identifies a device: results measured under another identity (a driver update, another
+ * clock or partition) are not used as tuned results. Strings are NUL-terminated. */
+typedef struct clnorm_device_identity {
+  cl_uint vendor_id;
+  char vendor[256];
+  char name[256];
+  char driver_version[256];
+  char cl_version[256]; /* CL_DEVICE_VERSION, e.g. "OpenCL 3.0 CUDA" */
+  cl_uint compute_units;
+  cl_uint max_clock_mhz;
+  cl_ulong local_mem; /* bytes */
+} clnorm_device_identity;
+
+/* How a measured candidate ended; stored as its name ("ok", "wrong", ...). */
+typedef enum clnorm_outcome {
+  CLNORM_OUTCOME_OK = 0,           /* verified and timed */
+  CLNORM_OUTCOME_WRONG = 1,        /* failed verification */
+  CLNORM_OUTCOME_BUILD_FAILED = 2, /* did not compile */
+  CLNORM_OUTCOME_UNSUPPORTED = 3,  /* the device or call cannot run it */
+  CLNORM_OUTCOME_SLOW = 4          /* cut short at more than 3x the best so far */
+} clnorm_outcome;
+
+/* One measured candidate. (kernel_hash, op, dtype, cols, row_class, variant) and the device are
+ * its key. Times are seconds; a value not measured is NaN (stored as NULL). */
+typedef struct clnorm_result {
+  uint64_t kernel_hash; /* hash of the kernel sources (stored as 16 hex digits) */
+  clnorm_op op;
+  clnorm_dtype dtype;
+  uint64_t cols;
+  unsigned row_class; /* clnorm__row_class(rows) */
+  uint64_t rows;      /* rows of the measured shape */
+  clnorm_variant variant;
+  clnorm_outcome outcome;
+  double median_s, min_s, gbps, max_err; /* an "ok" result has finite median_s, min_s > 0 */
+  int64_t measured_at;                   /* unix time; 0 in put means now */
+  char clnorm_version[16];               /* "" in put means this build's version */
+} clnorm_result;
+
+/* Results of this device's model that clnorm__db_winners no longer uses. */
+typedef struct clnorm_db_stale {
+  uint64_t driver_changed;  /* same vendor id, vendor and name, another driver version */
+  uint64_t kernels_changed; /* this exact device, another kernel hash */
+} clnorm_db_stale;
+
+/* Called by clnorm__db_list once per row; `winner` is 1 when the row is the fastest "ok" result
+ * of its (device, kernel hash, op, dtype, cols, row class). Return nonzero to stop the listing. */
+typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device,
+                                const clnorm_result *result, int winner);
+
+#define CLNORM_DB_READ 0  /* the library: never creates or changes anything */
+#define CLNORM_DB_WRITE 1 /* normtune: creates parent directories and the file, migrates */
+
+/* Writes the default database path into buf: $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db,
+ * else $HOME/.cache/clnorm/tuning.db (empty variables and a relative XDG_CACHE_HOME are ignored).
+ * Returns CLNORM_E_DB when none is set or buf is too small. */
+clnorm_status clnorm__db_default_path(char *buf, size_t size, char *err, size_t err_size);
+
+/* Opens the database at path; *out receives the handle (NULL on failure). mode is
+ * CLNORM_DB_READ or CLNORM_DB_WRITE. Reading needs an existing database of schema
+ * CLNORM_DB_SCHEMA and works on read-only files and directories. Writing creates the file (WAL,
+ * 5 s busy timeout), migrates an older schema and checks integrity. CLNORM_E_DB, with err naming
+ * the path, when the file is missing (reading), read-only or in a read-only directory (writing),
+ * corrupt or not a database ("is corrupt"), another application's database, or of a newer schema
+ * ("newer than this clnorm"; the file is left untouched). */
+clnorm_status clnorm__db_open(const char *path, int mode, clnorm_db **out, char *err,
+                              size_t err_size);
+
+/* Closes the handle; NULL is a no-op. */
+void clnorm__db_close(clnorm_db *db);
+
+/* Makes path a usable database: a corrupt file, a non-database or a database of a newer schema
+ * (and its -wal and -shm files) is renamed to "<path>.bad-<unix time>" and a fresh database is
+ * created; a sound one is left as it is, a missing one is created. moved_to (may be NULL)
+ * receives the new name of the moved file, or "" when nothing was moved. Another application's
+ * SQLite database is never moved: CLNORM_E_DB. CLNORM_E_DB also when renaming or creating fails. */
+clnorm_status clnorm__db_repair(const char *path, char *moved_to, size_t moved_size, char *err,
+                                size_t err_size);
+
+/* Stores one result of `device` in its own transaction, replacing a stored result with the same
+ * key. Retries while another process holds the write lock. CLNORM_E_INVALID_ARG for a result or
+ * identity out of range (err says which field); CLNORM_E_DB (read-only handle, write failed). */
+clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
+                             const clnorm_result *result, char *err, size_t err_size);
+
+/* Looks up the stored result with the key of `key` (kernel_hash, op, dtype, cols, row_class,
+ * variant) for `device`: *found is 1 and *out (may be NULL) receives it, or *found is 0. */
+clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device,
+                             const clnorm_result *key, clnorm_result *out, int *found, char *err,
+                             size_t err_size);
+
+/* This device's tuned table: for each (op, dtype, cols, row class), the "ok" result with the
+ * smallest median among those of exactly this identity and this kernel hash. *out receives a
+ * malloc'ed array the caller frees (NULL when *count is 0), sorted by op, dtype, cols, row class.
+ * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
+clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
+                                 uint64_t kernel_hash, clnorm_result **out, size_t *count,
+                                 char *err, size_t err_size);
+
+/* Counts this device's stale results (see clnorm_db_stale) into *out. */
+clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
+                               uint64_t kernel_hash, clnorm_db_stale *out, char *err,
+                               size_t err_size);
+
+/* Calls fn for each stored result, ordered by device, kernel hash, op, dtype, cols, row class,
+ * then fastest first. device: only that exact identity (NULL: all). kernel_hash: only results of
+ * that hash (NULL: any). winners_only: only rows with winner == 1. */
+clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
+                              const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
+                              void *user, char *err, size_t err_size);
+
+/* Writes every device's results as JSON to out:
+ *   {"format": "clnorm-tuning", "format_version": 1, "clnorm_version": "0.1.0",
+ *    "exported_at": <unix time>,
+ *    "devices": [{"vendor_id": 4318, "vendor": "...", "name": "...", "driver_version": "...",
+ *                 "opencl_version": "...", "compute_units": 132, "max_clock_mhz": 1980,
+ *                 "local_mem": 49152,
+ *                 "results": [{"op": "layernorm"|"rmsnorm", "dtype": "f32"|"f16"|"bf16",
+ *                   "cols": 4096, "row_class": 2, "rows": 4096, "wg": 256, "tpr": 256, "vec": 4,
+ *                   "hold": 4, "reduce": "local"|"subgroup"|"nvshfl", "stats": "welford"|"twopass",
+ *                   "status": "ok"|"wrong"|"build_failed"|"unsupported"|"slow",
+ *                   "median_s": 1.2e-05, "min_s": 1.1e-05, "gbps": 2900.5, "max_err": 3e-07,
+ *                   "measured_at": 1700000000, "kernel_hash": "0123456789abcdef",
+ *                   "clnorm_version": "0.1.0"}, ...]}, ...]}
+ * Times, gbps and max_err are null when not measured. CLNORM_E_DB (also when writing fails). */
+clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_size);
+
+/* Imports JSON written by clnorm__db_export from text[0..len). The input is untrusted: every
+ * field is checked and any error rejects the whole input with CLNORM_E_INVALID_ARG and a message
+ * naming the place ("devices[0].results[3].cols: ..."); unknown members are ignored. Valid input
+ * is stored in one transaction; a result whose key is already stored replaces it only when it was
+ * measured later. *imported (may be NULL) receives how many results were stored, *kept (may be
+ * NULL) how many were older than the stored ones. CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
+clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, size_t *imported,
+                                size_t *kept, char *err, size_t err_size);
+
+/* Static name of an outcome ("ok", "wrong", "build_failed", "unsupported", "slow"; "?" if
+ * unknown). */
+const char *clnorm__outcome_name(clnorm_outcome outcome);
+
+/* identity.c: reads the identity of `device` with clGetDeviceInfo (strings trimmed of trailing
+ * spaces, truncated to fit). CLNORM_E_INVALID_ARG, CLNORM_E_OPENCL. */
+clnorm_status clnorm__device_identity(cl_device_id device, clnorm_device_identity *out, char *err,
+                                      size_t err_size);
+
+#endif

@@ -1,0 +1,145 @@
+/* The tuned table (winners read from the tuning database once per context) and the built-in
+ * table (winners shipped for known devices). Both are kept in memory: no SQL on the hot path. */
+#include "db.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Winners we ship, from `normtune tune` runs written down in docs/PERFORMANCE.md. */
+static const clnorm_builtin builtin_table[] = {
+#include "builtin_table.h"
+    {NULL, {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0, {0, 0, 0, 0, CLNORM_REDUCE_LOCAL,
+                                                    CLNORM_STATS_WELFORD}}} /* end */
+};
+
+static int tuned_cmp(const void *pa, const void *pb) {
+  const clnorm_tuned *a = pa, *b = pb;
+  if (a->op != b->op)
+    return a->op < b->op ? -1 : 1;
+  if (a->dtype != b->dtype)
+    return a->dtype < b->dtype ? -1 : 1;
+  if (a->row_class != b->row_class)
+    return a->row_class < b->row_class ? -1 : 1;
+  return (a->cols > b->cols) - (a->cols < b->cols);
+}
+
+void clnorm__builtin_load(clnorm_ctx *ctx) {
+  const size_t n = sizeof builtin_table / sizeof builtin_table[0];
+  size_t mine = 0;
+  for (size_t i = 0; i < n; i++)
+    mine += builtin_table[i].device && strstr(ctx->info.name, builtin_table[i].device) != NULL;
+  if (mine == 0)
+    return;
+  clnorm_tuned *t = malloc(mine * sizeof *t);
+  if (!t)
+    return; /* the heuristic still works */
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (builtin_table[i].device && strstr(ctx->info.name, builtin_table[i].device) != NULL)
+      t[k++] = builtin_table[i].entry;
+  qsort(t, k, sizeof *t, tuned_cmp);
+  ctx->builtin_own = t;
+  ctx->builtin = t;
+  ctx->builtin_count = k;
+}
+
+/* Trailing zero bits of cols, capped at 4: rows of the same class allow the same vector widths. */
+static unsigned divisibility(size_t cols) {
+  unsigned d = 0;
+  while (d < 4 && cols % ((size_t)2 << d) == 0)
+    d++;
+  return d;
+}
+
+static double log_distance(size_t a, size_t b) {
+  double r = (double)a / (double)b;
+  if (r < 1.0)
+    r = 1.0 / r;
+  return r;
+}
+
+/* exact: the entry of exactly this shape, or NULL. Otherwise the entry of the same op, dtype,
+ * row class and divisibility with the nearest cols (by ratio), skipping the `skip` nearest. */
+const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
+                                       clnorm_dtype dtype, size_t cols, unsigned row_class,
+                                       int exact, size_t skip) {
+  const clnorm_tuned key = {op, dtype, cols, row_class, {0, 0, 0, 0, 0, 0}};
+  if (exact)
+    return bsearch(&key, table, count, sizeof *table, tuned_cmp);
+  const unsigned want = divisibility(cols);
+  double last = 0.0;
+  const clnorm_tuned *last_pick = NULL;
+  for (size_t round = 0; round <= skip; round++) {
+    const clnorm_tuned *best = NULL;
+    double best_d = 0.0;
+    for (size_t i = 0; i < count; i++) {
+      const clnorm_tuned *t = &table[i];
+      if (t->op != op || t->dtype != dtype || t->row_class != row_class || t->cols == cols ||
+          divisibility(t->cols) != want)
+        continue;
+      const double d = log_distance(t->cols, cols);
+      /* strictly after the previous pick in (distance, address) order */
+      if (last_pick && (d < last || (d == last && t <= last_pick)))
+        continue;
+      if (!best || d < best_d) {
+        best = t;
+        best_d = d;
+      }
+    }
+    if (!best)
+      return NULL;
+    last = best_d;
+    last_pick = best;
+  }
+  return last_pick;
+}
+
+clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
+  char default_path[4096], err[1024];
+  if (!path) {
+    if (clnorm__db_default_path(default_path, sizeof default_path, err, sizeof err) != CLNORM_OK)
+      return clnorm__fail(ctx, CLNORM_E_DB, "no tuning database path: %s", err);
+    path = default_path;
+  }
+  clnorm_device_identity id;
+  clnorm_status st = clnorm__device_identity(ctx->device, &id, err, sizeof err);
+  if (st != CLNORM_OK)
+    return clnorm__fail(ctx, st, "reading the device identity: %s", err);
+  clnorm_db *db = NULL;
+  st = clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err);
+  if (st != CLNORM_OK)
+    return clnorm__fail(ctx, CLNORM_E_DB, "tuning database not used: %s", err);
+  clnorm_result *results = NULL;
+  size_t count = 0;
+  st = clnorm__db_winners(db, &id, clnorm__kernel_hash(), &results, &count, err, sizeof err);
+  clnorm__db_close(db);
+  if (st != CLNORM_OK)
+    return clnorm__fail(ctx, st, "tuning database not used: %s", err);
+  clnorm_tuned *table = count ? malloc(count * sizeof *table) : NULL;
+  if (count && !table) {
+    free(results);
+    return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory loading tuned results");
+  }
+  for (size_t i = 0; i < count; i++) {
+    table[i].op = results[i].op;
+    table[i].dtype = results[i].dtype;
+    table[i].cols = (size_t)results[i].cols;
+    table[i].row_class = results[i].row_class;
+    table[i].variant = results[i].variant;
+  }
+  free(results);
+  qsort(table, count, sizeof *table, tuned_cmp);
+  pthread_mutex_lock(&ctx->lock);
+  clnorm_tuned *old = ctx->tuned;
+  ctx->tuned = table;
+  ctx->tuned_count = count;
+  pthread_mutex_unlock(&ctx->lock);
+  free(old); /* readers copy what they find under the lock, so nobody holds a pointer into it */
+  return CLNORM_OK;
+}
+
+void clnorm__tuning_free(clnorm_ctx *ctx) {
+  free(ctx->tuned);
+  free(ctx->builtin_own);
+}

@@ -1,0 +1,203 @@
+#include "tool.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t tool_devices(tool_device *out, size_t cap) {
+  cl_uint nplat = 0;
+  if (clGetPlatformIDs(0, NULL, &nplat) != CL_SUCCESS || nplat == 0)
+    return 0;
+  cl_platform_id *plats = calloc(nplat, sizeof *plats);
+  if (!plats || clGetPlatformIDs(nplat, plats, NULL) != CL_SUCCESS) {
+    free(plats);
+    return 0;
+  }
+  size_t n = 0;
+  for (cl_uint p = 0; p < nplat; p++) {
+    cl_uint ndev = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS || !ndev)
+      continue;
+    cl_device_id *devs = calloc(ndev, sizeof *devs);
+    if (!devs || clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) != CL_SUCCESS) {
+      free(devs);
+      continue;
+    }
+    for (cl_uint d = 0; d < ndev; d++, n++) {
+      if (n >= cap)
+        continue;
+      tool_device *t = &out[n];
+      memset(t, 0, sizeof *t);
+      t->platform = plats[p];
+      t->device = devs[d];
+      t->index = (unsigned)n;
+      clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof t->name - 1, t->name, NULL);
+      clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof t->platform_name - 1,
+                        t->platform_name, NULL);
+    }
+    free(devs);
+  }
+  free(plats);
+  return n;
+}
+
+static int contains_nocase(const char *hay, const char *needle) {
+  const size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n)
+      return 1;
+  }
+  return n == 0;
+}
+
+int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_size) {
+  tool_device devs[64];
+  const size_t n = tool_devices(devs, 64);
+  if (n == 0) {
+    snprintf(err, err_size,
+             "no OpenCL platform or device found: install a driver (on Debian/Ubuntu: "
+             "pocl-opencl-icd for the CPU) and check `clinfo -l`");
+    return 0;
+  }
+  const size_t shown = n < 64 ? n : 64;
+  if (!sel || !*sel) {
+    for (size_t i = 0; i < shown; i++) {
+      cl_device_type type = 0;
+      clGetDeviceInfo(devs[i].device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+      if (type & CL_DEVICE_TYPE_GPU) {
+        *out = devs[i];
+        return 1;
+      }
+    }
+    *out = devs[0];
+    return 1;
+  }
+  char *end = NULL;
+  const unsigned long index = strtoul(sel, &end, 10);
+  if (end && *end == '\0') {
+    if (index < shown) {
+      *out = devs[index];
+      return 1;
+    }
+    snprintf(err, err_size, "no device with index %lu (there are %zu: see `normtune devices`)",
+             index, shown);
+    return 0;
+  }
+  for (size_t i = 0; i < shown; i++)
+    if (contains_nocase(devs[i].name, sel) || contains_nocase(devs[i].platform_name, sel)) {
+      *out = devs[i];
+      return 1;
+    }
+  snprintf(err, err_size, "no device name or platform contains \"%s\" (see `normtune devices`)",
+           sel);
+  return 0;
+}
+
+int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *queue, char *err,
+              size_t err_size) {
+  cl_int e;
+  *context = clCreateContext(NULL, 1, &dev->device, NULL, NULL, &e);
+  if (e != CL_SUCCESS) {
+    snprintf(err, err_size, "clCreateContext failed (%d)", (int)e);
+    return 0;
+  }
+  *queue = clCreateCommandQueue(*context, dev->device, CL_QUEUE_PROFILING_ENABLE, &e);
+  if (e != CL_SUCCESS) {
+    snprintf(err, err_size, "clCreateCommandQueue failed (%d)", (int)e);
+    clReleaseContext(*context);
+    return 0;
+  }
+  return 1;
+}
+
+double tool_event_seconds(cl_event event) {
+  cl_ulong start = 0, end = 0;
+  cl_int e = clWaitForEvents(1, &event);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+  clReleaseEvent(event);
+  return e == CL_SUCCESS ? (double)(end - start) * 1e-9 : -1.0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double tool_median(double *values, size_t n) {
+  if (n == 0)
+    return 0.0;
+  qsort(values, n, sizeof *values, cmp_double);
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+static const char copy_source[] =
+    "__kernel void copy4(__global const float4 *src, __global float4 *dst) {\n"
+    "  dst[get_global_id(0)] = src[get_global_id(0)];\n"
+    "}\n";
+
+double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
+                      size_t bytes, char *err, size_t err_size) {
+  const size_t vectors = bytes / 16;
+  const char *src = copy_source;
+  double gbps = -1.0, times[64];
+  cl_int e;
+  cl_mem a = clCreateBuffer(context, CL_MEM_READ_ONLY, vectors * 16, NULL, &e);
+  cl_mem b = e == CL_SUCCESS ? clCreateBuffer(context, CL_MEM_WRITE_ONLY, vectors * 16, NULL, &e)
+                             : NULL;
+  cl_program program = NULL;
+  cl_kernel kernel = NULL;
+  if (e == CL_SUCCESS) {
+    const cl_uchar zero = 1;
+    e = clEnqueueFillBuffer(queue, a, &zero, 1, 0, vectors * 16, 0, NULL, NULL);
+  }
+  if (e == CL_SUCCESS)
+    program = clCreateProgramWithSource(context, 1, &src, NULL, &e);
+  if (e == CL_SUCCESS)
+    e = clBuildProgram(program, 1, &device, "", NULL, NULL);
+  if (e == CL_SUCCESS)
+    kernel = clCreateKernel(program, "copy4", &e);
+  if (e == CL_SUCCESS)
+    e = clSetKernelArg(kernel, 0, sizeof a, &a);
+  if (e == CL_SUCCESS)
+    e = clSetKernelArg(kernel, 1, sizeof b, &b);
+  size_t runs = 0;
+  for (int i = 0; e == CL_SUCCESS && i < 3 + 64; i++) {
+    cl_event ev;
+    e = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &vectors, NULL, 0, NULL, &ev);
+    if (e != CL_SUCCESS)
+      break;
+    const double t = tool_event_seconds(ev);
+    if (i >= 3 && t > 0)
+      times[runs++] = t;
+  }
+  if (e == CL_SUCCESS && runs > 0)
+    gbps = 2.0 * (double)(vectors * 16) / tool_median(times, runs) / 1e9;
+  else
+    snprintf(err, err_size, "copy-bandwidth kernel failed (OpenCL error %d)", (int)e);
+  if (kernel)
+    clReleaseKernel(kernel);
+  if (program)
+    clReleaseProgram(program);
+  if (b)
+    clReleaseMemObject(b);
+  if (a)
+    clReleaseMemObject(a);
+  return gbps;
+}
+
+double tool_op_bytes(const clnorm_call *call) {
+  const double elem = 4.0; /* float32 */
+  double bytes = 2.0 * (double)call->rows * (double)call->cols * elem;
+  bytes += (call->gamma ? 1.0 : 0.0) * (double)call->cols * elem;
+  bytes += (call->beta ? 1.0 : 0.0) * (double)call->cols * elem;
+  bytes += (call->mean ? 1.0 : 0.0) * (double)call->rows * 4.0;
+  bytes += (call->rstd ? 1.0 : 0.0) * (double)call->rows * 4.0;
+  return bytes;
+}

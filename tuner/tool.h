@@ -1,0 +1,45 @@
+/* Shared by normtune and the demo: picking a device, timing kernels with profiling events, and
+ * the device's copy bandwidth. */
+#ifndef CLNORM_TOOL_H
+#define CLNORM_TOOL_H
+
+#include "clnorm_variant.h"
+
+#include <stddef.h>
+
+typedef struct tool_device {
+  cl_platform_id platform;
+  cl_device_id device;
+  char name[256];
+  char platform_name[256];
+  unsigned index; /* position in `normtune devices` */
+} tool_device;
+
+/* Every device of every platform, in `normtune devices` order; returns the count (0: none).
+ * out may be NULL when cap is 0. */
+size_t tool_devices(tool_device *out, size_t cap);
+
+/* sel NULL or "": the first GPU, else the first device. A number: that index. Otherwise a
+ * case-insensitive substring of the device or platform name. Returns 0 and writes a message
+ * into err when nothing matches or no OpenCL platform exists. */
+int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_size);
+
+/* A context and an in-order queue with profiling on. */
+int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *queue, char *err,
+              size_t err_size);
+
+/* Seconds between an event's start and end; releases the event. Negative on failure. */
+double tool_event_seconds(cl_event event);
+
+/* Median of n values (reorders them). */
+double tool_median(double *values, size_t n);
+
+/* The device's copy bandwidth in GB/s (bytes read + written per second): a float4 copy kernel
+ * over `bytes` bytes (rounded down to 16), median of timed runs after warm-up. */
+double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
+                      size_t bytes, char *err, size_t err_size);
+
+/* Bytes an op must move: x read once, y written once, gamma/beta read, mean/rstd written. */
+double tool_op_bytes(const clnorm_call *call);
+
+#endif
