@@ -505,6 +505,7 @@ typedef struct search {
   double run_start;
   size_t total_evals;
   int tty;
+  const double *replay; /* strategies: times measured earlier, per candidate (no device work) */
 } search;
 
 static void progress(search *se, const char *last) {
@@ -546,6 +547,14 @@ static double evaluate(search *se, size_t i) {
   c->evaluated = 1;
   se->evaluated++;
   se->total_evals++;
+  if (se->replay) {
+    c->median = se->replay[i];
+    if (c->median < se->best_time) {
+      se->best_time = c->median;
+      se->best = i;
+    }
+    return c->median;
+  }
   clnorm_result r;
   memset(&r, 0, sizeof r);
   r.kernel_hash = se->s->hash;
@@ -1097,6 +1106,170 @@ static int cmd_import(const options *o) {
   return 0;
 }
 
+/* Replays the search strategies over shapes tuned exhaustively: every candidate's time is
+ * already stored, so each strategy is run many times (seeds) with the stored times as the
+ * objective, and its best is compared with the true optimum. */
+typedef struct replay_group {
+  clnorm_op op;
+  clnorm_dtype dtype;
+  uint64_t cols, rows;
+  unsigned row_class;
+  clnorm_variant *v;
+  double *t;
+  size_t n, cap;
+} replay_group;
+
+typedef struct replay_state {
+  replay_group *g;
+  size_t n, cap;
+} replay_state;
+
+static int replay_row(void *user, const clnorm_device_identity *dev, const clnorm_result *r,
+                      int winner) {
+  (void)dev;
+  (void)winner;
+  replay_state *st = user;
+  replay_group *g = st->n ? &st->g[st->n - 1] : NULL;
+  if (!g || g->op != r->op || g->dtype != r->dtype || g->cols != r->cols ||
+      g->row_class != r->row_class) {
+    if (st->n == st->cap) {
+      st->cap = st->cap ? 2 * st->cap : 16;
+      st->g = realloc(st->g, st->cap * sizeof *st->g);
+      if (!st->g)
+        die(1, "out of memory");
+    }
+    g = &st->g[st->n++];
+    memset(g, 0, sizeof *g);
+    g->op = r->op;
+    g->dtype = r->dtype;
+    g->cols = r->cols;
+    g->rows = r->rows;
+    g->row_class = r->row_class;
+  }
+  if (g->n == g->cap) {
+    g->cap = g->cap ? 2 * g->cap : 64;
+    g->v = realloc(g->v, g->cap * sizeof *g->v);
+    g->t = realloc(g->t, g->cap * sizeof *g->t);
+    if (!g->v || !g->t)
+      die(1, "out of memory");
+  }
+  g->v[g->n] = r->variant;
+  g->t[g->n] = r->outcome == CLNORM_OUTCOME_OK ? r->median_s : INFINITY;
+  g->n++;
+  return 0;
+}
+
+static int cmd_strategies(const options *o) {
+  session s;
+  session_open(o, &s);
+  char path[4096], err[1024];
+  db_path(o, path, sizeof path);
+  clnorm_db *db = NULL;
+  if (clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err) != CLNORM_OK)
+    die(1, "%s", err);
+  replay_state st;
+  memset(&st, 0, sizeof st);
+  const uint64_t hash = s.hash;
+  if (clnorm__db_list(db, &s.identity, &hash, 0, replay_row, &st, err, sizeof err) != CLNORM_OK)
+    die(1, "%s", err);
+  clnorm__db_close(db);
+  const size_t nvar = clnorm_variant_list(s.ctx, CLNORM_OP_LAYERNORM, NULL, 0) +
+                      clnorm_variant_list(s.ctx, CLNORM_OP_RMSNORM, NULL, 0);
+  clnorm_variant *all = malloc(nvar * sizeof *all);
+  candidate *cand = malloc(nvar * sizeof *cand);
+  double *times = malloc(nvar * sizeof *times);
+  if (!all || !cand || !times)
+    die(1, "out of memory");
+  static const double fractions[] = {0.05, 0.1, 0.2, 0.3};
+  const int seeds = 100;
+  printf("strategy replay on %s over shapes tuned exhaustively (%d seeds each)\n", s.dev.name,
+         seeds);
+  printf("%-9s %-5s %7s %6s %5s | %-8s %5s %6s | %10s %10s %12s\n", "op", "dtype", "rows",
+         "cols", "cand", "strategy", "frac", "evals", "mean gap", "p90 gap", "within 3%");
+  size_t used = 0;
+  for (size_t gi = 0; gi < st.n; gi++) {
+    replay_group *g = &st.g[gi];
+    clnorm_call call;
+    memset(&call, 0, sizeof call);
+    call.op = g->op;
+    call.dtype = g->dtype;
+    call.cols = (size_t)g->cols;
+    call.rows = (size_t)g->rows;
+    const size_t nv = clnorm_variant_list(s.ctx, g->op, all, nvar);
+    size_t n = 0, missing = 0;
+    double optimum = INFINITY;
+    for (size_t i = 0; i < nv; i++) {
+      if (!clnorm__variant_call_ok(&all[i], call.cols, NULL, 0))
+        continue;
+      size_t k = 0;
+      while (k < g->n && memcmp(&g->v[k], &all[i], sizeof all[i]) != 0)
+        k++;
+      if (k == g->n) {
+        missing++;
+        continue;
+      }
+      cand[n].v = all[i];
+      times[n] = g->t[k];
+      optimum = times[n] < optimum ? times[n] : optimum;
+      n++;
+    }
+    /* Slow candidates were cut short, so their stored time is a lower bound: fine for ranking. */
+    if (missing > 0 || n < 10 || !isfinite(optimum))
+      continue;
+    used++;
+    clnorm_variant h;
+    clnorm_heuristic(s.ctx, &call, &h);
+    for (int strat = 0; strat < 2; strat++)
+      for (size_t f = 0; f < sizeof fractions / sizeof fractions[0]; f++) {
+        double gaps[100];
+        int within = 0;
+        size_t limit = (size_t)ceil(fractions[f] * (double)n);
+        for (int seed = 0; seed < seeds; seed++) {
+          search se;
+          memset(&se, 0, sizeof se);
+          se.s = &s;
+          se.o = o;
+          se.c = cand;
+          se.n = n;
+          se.replay = times;
+          se.best_time = INFINITY;
+          for (size_t i = 0; i < n; i++)
+            cand[i].evaluated = 0;
+          clnorm_rng rng;
+          clnorm_rng_seed(&rng, (uint64_t)seed + 1);
+          const size_t start = find_candidate(&se, &h);
+          if (strat == 0)
+            run_random(&se, start, limit, &rng);
+          else
+            run_anneal(&se, start, limit, &rng);
+          gaps[seed] = se.best_time / optimum - 1.0;
+          within += gaps[seed] <= 0.03;
+        }
+        double mean = 0.0;
+        for (int k = 0; k < seeds; k++)
+          mean += gaps[k] / seeds;
+        const double p90 = (tool_median(gaps, seeds), gaps[(seeds * 9) / 10]);
+        printf("%-9s %-5s %7llu %6llu %5zu | %-8s %5.2f %6zu | %9.2f%% %9.2f%% %11d%%\n",
+               op_name(g->op), dtype_name(g->dtype), (unsigned long long)g->rows,
+               (unsigned long long)g->cols, n, strat == 0 ? "random" : "anneal", fractions[f],
+               limit, 100.0 * mean, 100.0 * p90, within * 100 / seeds);
+      }
+  }
+  if (used == 0)
+    printf("no shape of this device was tuned exhaustively: run `normtune tune --strategy "
+           "exhaustive` on a few shapes first\n");
+  for (size_t gi = 0; gi < st.n; gi++) {
+    free(st.g[gi].v);
+    free(st.g[gi].t);
+  }
+  free(st.g);
+  free(all);
+  free(cand);
+  free(times);
+  session_close(&s);
+  return 0;
+}
+
 static const char usage[] =
     "usage: normtune COMMAND [OPTIONS]\n"
     "\n"
@@ -1111,6 +1284,8 @@ static const char usage[] =
     "                          tuned choice vs heuristic vs copy bandwidth, checked\n"
     "  export FILE [--db PATH] all results as JSON (FILE - : standard output)\n"
     "  import FILE [--db PATH] results exported on another machine\n"
+    "  strategies [--device ...] [--db PATH]  replay random and anneal search over shapes\n"
+    "                          tuned exhaustively; how close they get for how many evaluations\n"
     "\n"
     "The database is --db, else $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db\n"
     "(~/.cache/clnorm/tuning.db); the library reads the same path.\n"
@@ -1155,6 +1330,8 @@ int main(int argc, char **argv) {
     return cmd_export(&o);
   if (strcmp(cmd, "import") == 0)
     return cmd_import(&o);
+  if (strcmp(cmd, "strategies") == 0)
+    return cmd_strategies(&o);
   die(EXIT_USAGE, "unknown command \"%s\" (see normtune --help)", cmd);
   return EXIT_USAGE;
 }
