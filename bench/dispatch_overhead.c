@@ -1,0 +1,107 @@
+/* Dispatch overhead: host time of a clnorm call against a raw clEnqueueNDRangeKernel of the
+ * same kernel (arguments set once). Both only enqueue; the queue is drained between batches.
+ * Prints the median over batches of the per-call difference. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+#include "tool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  const char *sel = argc > 1 ? argv[1] : NULL;
+  char err[512];
+  tool_device dev;
+  if (!tool_pick_device(sel, &dev, err, sizeof err)) {
+    fprintf(stderr, "dispatch_overhead: %s\n", err);
+    return 1;
+  }
+  cl_context context;
+  cl_command_queue queue;
+  if (!tool_open(&dev, &context, &queue, err, sizeof err)) {
+    fprintf(stderr, "dispatch_overhead: %s\n", err);
+    return 1;
+  }
+  clnorm_ctx *ctx;
+  if (clnorm_ctx_create(context, dev.device, &ctx) != CLNORM_OK)
+    return 1;
+  const size_t rows = 4, cols = 256;
+  cl_int e;
+  cl_mem x = clCreateBuffer(context, CL_MEM_READ_WRITE, rows * cols * 4, NULL, &e);
+  cl_mem y = clCreateBuffer(context, CL_MEM_READ_WRITE, rows * cols * 4, NULL, &e);
+  const float one = 1.0f;
+  clEnqueueFillBuffer(queue, x, &one, 4, 0, rows * cols * 4, 0, NULL, NULL);
+  const clnorm_call call = {CLNORM_OP_LAYERNORM, rows, cols, CLNORM_F32, 1e-5f, {x, 0, 0},
+                            {y, 0, 0}, NULL, NULL, NULL, NULL};
+  clnorm_variant v;
+  clnorm_choose(ctx, &call, &v, NULL);
+  clnorm_program *prog;
+  cl_kernel raw;
+  if (clnorm__program_get(ctx, call.op, call.dtype, &v, &prog) != CLNORM_OK ||
+      clnorm__kernel_take(ctx, prog, call.op, &raw) != CLNORM_OK) {
+    fprintf(stderr, "dispatch_overhead: %s\n", clnorm_ctx_errmsg(ctx));
+    return 1;
+  }
+  /* the library's own argument order (src/dispatch.c set_args) */
+  const cl_ulong zero = 0, stride = cols, nrows = rows;
+  const cl_uint ncols = cols, flags = 0;
+  const float eps = 1e-5f;
+  cl_uint a = 0;
+  clSetKernelArg(raw, a++, sizeof x, &x);
+  clSetKernelArg(raw, a++, sizeof zero, &zero);
+  clSetKernelArg(raw, a++, sizeof stride, &stride);
+  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
+  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
+  clSetKernelArg(raw, a++, sizeof y, &y);
+  clSetKernelArg(raw, a++, sizeof zero, &zero);
+  clSetKernelArg(raw, a++, sizeof stride, &stride);
+  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
+  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
+  clSetKernelArg(raw, a++, sizeof nrows, &nrows);
+  clSetKernelArg(raw, a++, sizeof ncols, &ncols);
+  clSetKernelArg(raw, a++, sizeof eps, &eps);
+  clSetKernelArg(raw, a++, sizeof flags, &flags);
+  const size_t local = v.wg, global = ((rows + v.wg / v.tpr - 1) / (v.wg / v.tpr)) * v.wg;
+  enum { BATCH = 200, BATCHES = 31 };
+  double diff[BATCHES], lib[BATCHES], rawt[BATCHES];
+  for (int b = 0; b < BATCHES; b++) {
+    clFinish(queue);
+    double t0 = now_seconds();
+    for (int i = 0; i < BATCH; i++)
+      clEnqueueNDRangeKernel(queue, raw, 1, NULL, &global, &local, 0, NULL, NULL);
+    double t1 = now_seconds();
+    clFinish(queue);
+    double t2 = now_seconds();
+    for (int i = 0; i < BATCH; i++)
+      if (clnorm_run(ctx, queue, &call, NULL, 0, NULL, NULL) != CLNORM_OK)
+        return 1;
+    double t3 = now_seconds();
+    clFinish(queue);
+    rawt[b] = (t1 - t0) / BATCH;
+    lib[b] = (t3 - t2) / BATCH;
+    diff[b] = lib[b] - rawt[b];
+  }
+  char text[128];
+  clnorm_variant_format(&v, text, sizeof text);
+  printf("dispatch overhead on %s (%s), layernorm %zux%zu, %s:\n", dev.name, dev.platform_name,
+         rows, cols, text);
+  printf("  raw clEnqueueNDRangeKernel %.3f us/call, clnorm_layernorm %.3f us/call, "
+         "difference (median of %d batches of %d) %.3f us\n",
+         tool_median(rawt, BATCHES) * 1e6, tool_median(lib, BATCHES) * 1e6, BATCHES, BATCH,
+         tool_median(diff, BATCHES) * 1e6);
+  clnorm__kernel_give(ctx, prog, raw);
+  clReleaseMemObject(x);
+  clReleaseMemObject(y);
+  clnorm_ctx_destroy(ctx);
+  clReleaseCommandQueue(queue);
+  clReleaseContext(context);
+  return 0;
+}
