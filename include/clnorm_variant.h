@@ -81,7 +81,8 @@ CLNORM_API clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call,
                                        clnorm_variant *out, clnorm_choice *why);
 
 /* The variant the built-in heuristic picks for `call` (ignoring tuned and shipped results), as
- * the call would run it. CLNORM_E_INVALID_ARG for a bad call. */
+ * the call would run it (builds it; a variant whose build fails gives way to a safer one, as in
+ * dispatch). CLNORM_E_INVALID_ARG for a bad call. */
 CLNORM_API clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *call,
                                           clnorm_variant *out);
 

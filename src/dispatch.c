@@ -51,6 +51,30 @@ static clnorm_status usable(clnorm_ctx *ctx, const clnorm_call *call, const clno
   return CLNORM_OK;
 }
 
+/* The heuristic's variant, falling back to safer ones when its build fails or the built kernel
+ * cannot take its work-group size (register pressure can lower that limit). */
+static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *eff,
+                                    clnorm_program **prog) {
+  clnorm_variant candidates[3];
+  clnorm__heuristic(&ctx->info, call, &candidates[0]);
+  candidates[1] = candidates[0];
+  candidates[1].hold = 0; /* re-read the row: no private array, no register pressure */
+  candidates[1].stats = CLNORM_STATS_WELFORD;
+  candidates[2] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  clnorm_status st = CLNORM_E_UNSUPPORTED;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    st = usable(ctx, call, &candidates[i], eff);
+    if (st == CLNORM_OK)
+      st = clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
+    if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
+      break;
+    if (ctx->log_info)
+      fprintf(stderr, "clnorm: falling back from a heuristic candidate: %s\n",
+              clnorm_ctx_errmsg(ctx));
+  }
+  return st;
+}
+
 /* The variant to run and its built program. A forced variant is used as given or refused; a
  * chosen one falls back, in order, to safer variants when its build fails or the built kernel
  * cannot take its work-group size (register pressure can lower that limit). */
@@ -88,25 +112,8 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
       fprintf(stderr, "clnorm: the %s variant cannot run this call, falling back: %s\n",
               clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
   }
-  clnorm_variant candidates[3];
-  clnorm__heuristic(&ctx->info, call, &candidates[0]);
-  candidates[1] = candidates[0];
-  candidates[1].hold = 0; /* re-read the row: no private array, no register pressure */
-  candidates[1].stats = CLNORM_STATS_WELFORD;
-  candidates[2] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   *why = CLNORM_CHOICE_HEURISTIC;
-  clnorm_status st = CLNORM_E_UNSUPPORTED;
-  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-    st = usable(ctx, call, &candidates[i], eff);
-    if (st == CLNORM_OK)
-      st = clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
-    if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
-      break;
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: falling back from a %s candidate: %s\n",
-              clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
-  }
-  return st;
+  return heuristic_pick(ctx, call, eff, prog);
 }
 
 /* CLNORM_LOG=info: one line per op, dtype, cols and row class. */
@@ -277,14 +284,8 @@ clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *call, clnorm_
   RETURN_IF(ctx, !call || !out, CLNORM_E_INVALID_ARG, "call or out is NULL");
   RETURN_IF(ctx, (unsigned)call->op > CLNORM_OP_RMSNORM || call->cols == 0,
             CLNORM_E_INVALID_ARG, "unknown op or cols == 0");
-  clnorm_variant v;
-  clnorm__heuristic(&ctx->info, call, &v);
-  if (usable(ctx, call, &v, out) != CLNORM_OK) {
-    v.hold = 0;
-    v.stats = CLNORM_STATS_WELFORD;
-    return usable(ctx, call, &v, out);
-  }
-  return CLNORM_OK;
+  clnorm_program *prog;
+  return heuristic_pick(ctx, call, out, &prog);
 }
 
 clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *path) {
