@@ -33,6 +33,9 @@
 /* Migrations, in order: migrations[i] takes schema version i to i + 1. Never edit a released
  * entry; append a new one and raise CLNORM_DB_SCHEMA. Enumerations are stored by name and not
  * constrained in SQL, so a new op, dtype or reduction needs no migration. */
+#define OLDEST_READABLE                                                                            \
+  1 /* readers (the library) need no migration from this version on; raise                         \
+       it when a migration changes what the queries read */
 static const char *const migrations[] = {
     "CREATE TABLE devices ("
     " id INTEGER PRIMARY KEY,"
@@ -70,6 +73,9 @@ static const char *const migrations[] = {
     " clnorm_version TEXT NOT NULL,"
     " UNIQUE (device_id, kernel_hash, op, dtype, cols, row_class, wg, tpr, vec, hold, reduce,"
     "         stats));",
+    /* 1 -> 2: each shape's results in winner order, so loading the winners needs no sort */
+    "CREATE INDEX IF NOT EXISTS results_winners ON results (device_id, kernel_hash, op, dtype,"
+    " cols, row_class, median_s, min_s, id) WHERE status = 'ok' AND median_s IS NOT NULL;",
 };
 _Static_assert(COUNT(migrations) == CLNORM_DB_SCHEMA, "one migration per schema version");
 
@@ -106,8 +112,7 @@ static clnorm_status failv(clnorm_status status, char *err, size_t err_size, con
 
 static clnorm_status fail(clnorm_status status, char *err, size_t err_size, const char *fmt, ...)
     PRINTF(4, 5);
-static clnorm_status fail(clnorm_status status, char *err, size_t err_size, const char *fmt,
-                          ...) {
+static clnorm_status fail(clnorm_status status, char *err, size_t err_size, const char *fmt, ...) {
   va_list args;
   va_start(args, fmt);
   failv(status, err, err_size, fmt, args);
@@ -157,8 +162,7 @@ static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char
               "tuning database '%s' %s: %s: %s", path, rc_kind(rc), doing, detail);
 }
 
-static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err,
-                             size_t err_size) {
+static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err, size_t err_size) {
   return sql_fail(db->path, db->sql, rc, doing, err, err_size);
 }
 
@@ -249,7 +253,7 @@ static int result_valid(const clnorm_result *r, char *buf, size_t size) {
     return why(buf, size, "dtype: unknown value %d", (int)r->dtype);
   if (r->cols < 1 || r->cols > MAX_COLS)
     return why(buf, size, "cols: %llu is not from 1 to %llu", (unsigned long long)r->cols,
-                (unsigned long long)MAX_COLS);
+               (unsigned long long)MAX_COLS);
   if (r->row_class > MAX_ROW_CLASS)
     return why(buf, size, "row_class: %u is above %d", r->row_class, MAX_ROW_CLASS);
   if (r->rows > MAX_ROWS)
@@ -277,7 +281,7 @@ static int result_valid(const clnorm_result *r, char *buf, size_t size) {
     return why(buf, size, "measured_at: negative");
   if (!text_ok(r->clnorm_version, sizeof r->clnorm_version))
     return why(buf, size, "clnorm_version: not a string of at most %d bytes",
-                (int)sizeof r->clnorm_version - 1);
+               (int)sizeof r->clnorm_version - 1);
   return 1;
 }
 
@@ -326,8 +330,10 @@ static clnorm_status make_parents(const char *path, char *err, size_t err_size) 
       continue;
     *p = '\0';
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-      return fail(CLNORM_E_DB, err, err_size, "cannot create directory '%s' for the tuning "
-                  "database: %s", dir, strerror(errno));
+      return fail(CLNORM_E_DB, err, err_size,
+                  "cannot create directory '%s' for the tuning "
+                  "database: %s",
+                  dir, strerror(errno));
     *p = saved;
     if (saved == '\0')
       break;
@@ -361,7 +367,9 @@ static char *immutable_uri(const char *path) {
 
 /* ---- opening */
 
-static int exec(sqlite3 *sql, const char *text) { return sqlite3_exec(sql, text, NULL, NULL, NULL); }
+static int exec(sqlite3 *sql, const char *text) {
+  return sqlite3_exec(sql, text, NULL, NULL, NULL);
+}
 
 static int pragma_int(sqlite3 *sql, const char *text, sqlite3_int64 *out) {
   sqlite3_stmt *st = NULL;
@@ -477,8 +485,8 @@ static int set_wal(sqlite3 *sql) {
   return rc;
 }
 
-static clnorm_status open_db(const char *path, int mode, clnorm_db **out, problem *kind,
-                             char *err, size_t err_size) {
+static clnorm_status open_db(const char *path, int mode, clnorm_db **out, problem *kind, char *err,
+                             size_t err_size) {
   *out = NULL;
   *kind = P_OTHER;
   clear(err, err_size);
@@ -492,7 +500,7 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
   const int exists = stat(path, &st) == 0;
   if (!exists && errno == ENOENT && !writing)
     return fail(CLNORM_E_DB, err, err_size, "no tuning database at '%s'", path);
-  if (!exists && errno != ENOENT)
+  if ((!exists && errno != ENOENT) || (exists && access(path, R_OK) != 0))
     return fail(CLNORM_E_DB, err, err_size, "tuning database '%s' is not accessible: %s", path,
                 strerror(errno));
   if (exists && !S_ISREG(st.st_mode))
@@ -511,7 +519,8 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     if (access(dir, W_OK) != 0)
       return fail(CLNORM_E_DB, err, err_size,
                   "directory '%s' of the tuning database is read-only (%s): cannot store "
-                  "results", dir, strerror(errno));
+                  "results",
+                  dir, strerror(errno));
   }
 
   clnorm_db *db = calloc(1, sizeof *db);
@@ -520,13 +529,19 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     return fail(CLNORM_E_NO_MEMORY, err, err_size, "out of memory opening '%s'", path);
   }
   db->writable = writing;
-  const int flags = writing ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+  /* A reader that may write the file opens it read-write (and query_only): as the last
+   * connection, it then removes the -wal and -shm files on closing instead of leaving them. */
+  const int flags = writing                   ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                    : access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE
+                                              : SQLITE_OPEN_READONLY;
   const char *what = "opening";
   sqlite3_int64 app_id = 0, version = 0, objects = 0;
   int rc = sqlite3_open_v2(path, &db->sql, flags, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_busy_timeout(db->sql, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(db->sql, 1);
+    if (!writing)
+      exec(db->sql, "PRAGMA query_only = 1");
     rc = inspect(db->sql, &app_id, &version, &objects, &what);
   }
   if (!writing && rc != SQLITE_OK && !is_corrupt(rc) && (rc & 0xff) != SQLITE_BUSY) {
@@ -535,10 +550,12 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     if (uri) {
       sqlite3_close(db->sql);
       db->sql = NULL;
-      rc = sqlite3_open_v2(uri, &db->sql, flags | SQLITE_OPEN_URI, NULL);
+      rc = sqlite3_open_v2(uri, &db->sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
       free(uri);
-      if (rc == SQLITE_OK)
+      if (rc == SQLITE_OK) {
+        sqlite3_extended_result_codes(db->sql, 1);
         rc = inspect(db->sql, &app_id, &version, &objects, &what);
+      }
     }
   }
   clnorm_status status = CLNORM_OK;
@@ -548,20 +565,22 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
   } else if (app_id != 0 && app_id != APPLICATION_ID) {
     status = fail(CLNORM_E_DB, err, err_size,
                   "'%s' is another application's SQLite database (application_id 0x%llx), not a "
-                  "clnorm tuning database", path, (unsigned long long)app_id);
+                  "clnorm tuning database",
+                  path, (unsigned long long)app_id);
     *kind = P_FOREIGN;
   } else if (version > CLNORM_DB_SCHEMA) {
     status = fail(CLNORM_E_DB, err, err_size,
                   "tuning database '%s' has schema version %lld, newer than this clnorm "
-                  "(" THIS_VERSION ", schema %d) knows; it was left untouched", path,
-                  (long long)version, CLNORM_DB_SCHEMA);
+                  "(" THIS_VERSION ", schema %d) knows; it was left untouched",
+                  path, (long long)version, CLNORM_DB_SCHEMA);
     *kind = P_NEWER;
   } else if (version == 0 && objects > 0) {
     status = fail(CLNORM_E_DB, err, err_size,
                   "'%s' is an SQLite database without a clnorm schema, not a clnorm tuning "
-                  "database", path);
+                  "database",
+                  path);
     *kind = P_FOREIGN;
-  } else if (!writing && version < CLNORM_DB_SCHEMA) {
+  } else if (!writing && version < OLDEST_READABLE) {
     status = fail(CLNORM_E_DB, err, err_size,
                   version == 0 ? "tuning database '%s' is empty (schema version %lld)"
                                : "tuning database '%s' has the older schema version %lld: "
@@ -577,13 +596,14 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
       rc = objects > 0 ? quick_check(db->sql, detail, sizeof detail) : SQLITE_OK;
       what = "setting WAL mode";
       if (rc == SQLITE_OK && (rc = set_wal(db->sql)) == SQLITE_OK) {
-        exec(db->sql, "PRAGMA synchronous = NORMAL"); /* WAL: a crash loses no commit */
+        /* in WAL mode NORMAL loses no commit when the process dies, only on power loss */
+        exec(db->sql, "PRAGMA synchronous = NORMAL");
         what = "creating or upgrading the schema";
         rc = migrate(db->sql);
       }
       if (rc != SQLITE_OK && detail[0]) {
-        status = fail(CLNORM_E_DB, err, err_size,
-                      "tuning database '%s' %s: integrity check: %s", path, rc_kind(rc), detail);
+        status = fail(CLNORM_E_DB, err, err_size, "tuning database '%s' %s: integrity check: %s",
+                      path, rc_kind(rc), detail);
       } else if (rc != SQLITE_OK) {
         status = sql_fail(path, db->sql, rc, what, err, err_size);
       }
@@ -897,7 +917,9 @@ static clnorm_status check_args(clnorm_db *db, const clnorm_device_identity *d,
   clear(err, err_size);
   if (!db || !d || !r)
     return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                !db ? "db" : !d ? "device" : "result");
+                !db  ? "db"
+                : !d ? "device"
+                     : "result");
   char reason[160];
   if (!device_valid(d, reason, sizeof reason))
     return fail(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
@@ -1008,22 +1030,27 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
     if (id < 0)
       return CLNORM_OK;
   }
-  /* The winner of each shape is the first of its partition: "ok" results with a time first,
-   * then by median, with min time and row id breaking ties so the choice is stable. */
-  static const char *const text =
-      "WITH ranked AS (SELECT r.*, row_number() OVER (PARTITION BY r.device_id, r.kernel_hash,"
-      " r.op, r.dtype, r.cols, r.row_class ORDER BY (r.status = 'ok' AND r.median_s IS NOT NULL)"
-      " DESC, r.median_s, r.min_s, r.id) AS place FROM results r"
-      " WHERE (?1 IS NULL OR r.device_id = ?1) AND (?2 IS NULL OR r.kernel_hash = ?2)),"
-      " marked AS (SELECT *, (place = 1 AND status = 'ok' AND median_s IS NOT NULL) AS winner"
-      " FROM ranked)"
-      " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
-      " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
-      " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
-      " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
-      " r.clnorm_version, r.winner FROM marked r JOIN devices d ON d.id = r.device_id"
-      " WHERE (?3 = 0 OR r.winner) ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols,"
-      " r.row_class, r.place";
+  /* A winner is the "ok" row with the smallest median of its shape: with exactly one min() in
+   * the query, SQLite takes the bare column id from that row. The filters are spelled out (not
+   * "?1 IS NULL OR ...") so that SQLite can search the results_winners index. */
+  const char *const device_filter = device ? " AND device_id = ?1" : "";
+  const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
+  char text[2048];
+  snprintf(text, sizeof text,
+           "WITH w AS (SELECT id, min(median_s) FROM results"
+           " WHERE status = 'ok' AND median_s IS NOT NULL%s%s"
+           " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class)"
+           " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+           " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
+           " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
+           " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+           " r.clnorm_version, %s AS winner FROM %s JOIN devices d ON d.id = r.device_id"
+           " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
+           " winner DESC, r.median_s IS NULL, r.median_s, r.min_s, r.id",
+           device_filter, hash_filter, winners_only ? "1" : "r.id IN (SELECT id FROM w)",
+           winners_only ? "w CROSS JOIN results r ON r.id = w.id" : "results r",
+           device && !winners_only ? " AND r.device_id = ?1" : "",
+           kernel_hash && !winners_only ? " AND r.kernel_hash = ?2" : "");
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
   if (rc != SQLITE_OK)
@@ -1035,7 +1062,6 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
     hash_text(*kernel_hash, hash);
     sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
   }
-  sqlite3_bind_int(st, 3, winners_only != 0);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_result r;
@@ -1071,6 +1097,17 @@ static int collect(void *user, const clnorm_device_identity *device, const clnor
   return 0;
 }
 
+static int shape_cmp(const void *pa, const void *pb) {
+  const clnorm_result *a = pa, *b = pb;
+  if (a->op != b->op)
+    return a->op < b->op ? -1 : 1;
+  if (a->dtype != b->dtype)
+    return a->dtype < b->dtype ? -1 : 1;
+  if (a->cols != b->cols)
+    return a->cols < b->cols ? -1 : 1;
+  return (a->row_class > b->row_class) - (a->row_class < b->row_class);
+}
+
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
                                  uint64_t kernel_hash, clnorm_result **out, size_t *count,
                                  char *err, size_t err_size) {
@@ -1080,7 +1117,9 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
     *count = 0;
   if (!device || !out || !count)
     return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                !device ? "device" : !out ? "out" : "count");
+                !device ? "device"
+                : !out  ? "out"
+                        : "count");
   collected c = {0};
   clnorm_status status = clnorm__db_list(db, device, &kernel_hash, 1, collect, &c, err, err_size);
   if (status == CLNORM_OK && c.no_memory)
@@ -1089,6 +1128,8 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
     free(c.items);
     return status;
   }
+  if (c.count > 1)
+    qsort(c.items, c.count, sizeof *c.items, shape_cmp);
   *out = c.items;
   *count = c.count;
   return CLNORM_OK;
@@ -1124,7 +1165,9 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
   clear(err, err_size);
   if (!db || !device || !out)
     return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                !db ? "db" : !device ? "device" : "out");
+                !db       ? "db"
+                : !device ? "device"
+                          : "out");
   memset(out, 0, sizeof *out);
   char hash[17];
   hash_text(kernel_hash, hash);
@@ -1259,7 +1302,7 @@ clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_
 
 #define JSON_MAX_DEPTH 32
 #define JSON_MAX_STRING 65536
-#define JSON_MAX_MEMBERS 4096
+#define JSON_MAX_MEMBERS 256
 #define JSON_MAX_NUMBER 400
 
 typedef enum jtype { J_NULL, J_BOOL, J_NUMBER, J_STRING, J_ARRAY, J_OBJECT } jtype;
@@ -1334,8 +1377,8 @@ static void *jsyntax(jparser *p, const char *what) {
     }
     p->failed = 1;
     p->status = CLNORM_E_INVALID_ARG;
-    fail(CLNORM_E_INVALID_ARG, p->err, p->err_size, "import: invalid JSON at line %zu, column %zu: %s",
-         line, col, what);
+    fail(CLNORM_E_INVALID_ARG, p->err, p->err_size,
+         "import: invalid JSON at line %zu, column %zu: %s", line, col, what);
   }
   return NULL;
 }
@@ -1350,8 +1393,8 @@ static void *jnomem(jparser *p) {
 }
 
 static void skip_space(jparser *p) {
-  while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' ||
-                             p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
+  while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' ||
+                             p->s[p->pos] == '\r'))
     p->pos++;
 }
 
@@ -1533,7 +1576,7 @@ static jnode *parse_container(jparser *p, jnode *node, int depth) {
       if (!(key = parse_string(p, &key_len)))
         return NULL;
       if (node->count >= JSON_MAX_MEMBERS)
-        return jsyntax(p, "more than 4096 members in one object");
+        return jsyntax(p, "more than 256 members in one object");
       for (const jnode *k = node->child; k; k = k->next)
         if (strcmp(k->key, key) == 0)
           return jsyntax(p, "duplicate member name");
@@ -1611,8 +1654,8 @@ typedef struct checker {
 } checker;
 
 static const char *type_name(const jnode *n) {
-  static const char *const names[] = {"null", "a boolean", "a number", "a string", "an array",
-                                      "an object"};
+  static const char *const names[] = {"null",     "a boolean", "a number",
+                                      "a string", "an array",  "an object"};
   return names[n->type];
 }
 
@@ -1636,8 +1679,8 @@ static const jnode *member(checker *c, const jnode *obj, const char *key, jtype 
     if (strcmp(m->key, key) != 0)
       continue;
     if (m->type != type) {
-      static const char *const wanted[] = {"null", "a boolean", "a number", "a string",
-                                           "an array", "an object"};
+      static const char *const wanted[] = {"null",     "a boolean", "a number",
+                                           "a string", "an array",  "an object"};
       bad(c, key, "expected %s, got %s", wanted[type], type_name(m));
       return NULL;
     }
@@ -1656,8 +1699,8 @@ static int get_uint(checker *c, const jnode *obj, const char *key, uint64_t min,
     return bad(c, key, "expected an integer, got %g", n->num);
   if (n->too_big || (n->negative && n->magnitude != 0) || n->magnitude < min || n->magnitude > max)
     return bad(c, key, "%s out of range (%llu to %llu)",
-               n->too_big ? "an integer of more than 64 bits" : "value",
-               (unsigned long long)min, (unsigned long long)max);
+               n->too_big ? "an integer of more than 64 bits" : "value", (unsigned long long)min,
+               (unsigned long long)max);
   *out = n->magnitude;
   return 1;
 }
@@ -1742,15 +1785,14 @@ static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
       !get_name(c, obj, "dtype", dtype_names, COUNT(dtype_names), &dtype) ||
       !get_uint(c, obj, "cols", 1, MAX_COLS, &cols) ||
       !get_uint(c, obj, "row_class", 0, MAX_ROW_CLASS, &row_class) ||
-      !get_uint(c, obj, "rows", 0, MAX_ROWS, &rows) ||
-      !get_uint(c, obj, "wg", 1, MAX_WG, &wg) || !get_uint(c, obj, "tpr", 1, MAX_WG, &tpr) ||
-      !get_uint(c, obj, "vec", 1, 16, &vec) || !get_uint(c, obj, "hold", 0, MAX_HOLD, &hold) ||
+      !get_uint(c, obj, "rows", 0, MAX_ROWS, &rows) || !get_uint(c, obj, "wg", 1, MAX_WG, &wg) ||
+      !get_uint(c, obj, "tpr", 1, MAX_WG, &tpr) || !get_uint(c, obj, "vec", 1, 16, &vec) ||
+      !get_uint(c, obj, "hold", 0, MAX_HOLD, &hold) ||
       !get_name(c, obj, "reduce", reduce_names, COUNT(reduce_names), &reduce) ||
       !get_name(c, obj, "stats", stats_names, COUNT(stats_names), &stats) ||
       !get_name(c, obj, "status", outcome_names, COUNT(outcome_names), &outcome) ||
-      !get_measure(c, obj, "median_s", &r->median_s) ||
-      !get_measure(c, obj, "min_s", &r->min_s) || !get_measure(c, obj, "gbps", &r->gbps) ||
-      !get_measure(c, obj, "max_err", &r->max_err) ||
+      !get_measure(c, obj, "median_s", &r->median_s) || !get_measure(c, obj, "min_s", &r->min_s) ||
+      !get_measure(c, obj, "gbps", &r->gbps) || !get_measure(c, obj, "max_err", &r->max_err) ||
       !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||
       !get_text(c, obj, "kernel_hash", hash, 17) ||
       !get_text(c, obj, "clnorm_version", r->clnorm_version, sizeof r->clnorm_version))
@@ -1862,10 +1904,15 @@ static clnorm_status store_import(clnorm_db *db, const clnorm_device_identity *d
   if (!ids)
     return fail(CLNORM_E_NO_MEMORY, err, err_size, "import: out of memory");
   int rc = begin_write(db->sql);
+  if (rc != SQLITE_OK) {
+    free(ids);
+    return db_fail(db, rc, "starting a write transaction", err, err_size);
+  }
   const char *what = "storing the imported devices";
   for (size_t i = 0; rc == SQLITE_OK && i < device_count; i++)
     rc = device_id(db, &devices[i], 1, &ids[i]);
-  what = "storing the imported results";
+  if (rc == SQLITE_OK)
+    what = "storing the imported results";
   for (size_t i = 0; rc == SQLITE_OK && i < row_count; i++) {
     sqlite3_stmt *st;
     if ((rc = stmt(db, ST_IMPORT, &st)) != SQLITE_OK)
@@ -1932,8 +1979,8 @@ clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, siz
       read_document(root, &devices, &device_count, &rows, &row_count, err, err_size);
   jfree(&p);
   if (status == CLNORM_OK)
-    status = store_import(db, devices, device_count, rows, row_count, imported, kept, err,
-                          err_size);
+    status =
+        store_import(db, devices, device_count, rows, row_count, imported, kept, err, err_size);
   free(devices);
   free(rows);
   return status;

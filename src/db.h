@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CLNORM_DB_SCHEMA 1      /* PRAGMA user_version this build reads and writes */
+#define CLNORM_DB_SCHEMA 2      /* PRAGMA user_version this build writes */
 #define CLNORM_DB_JSON_FORMAT 1 /* "format_version" of exported JSON */
 
 typedef struct clnorm_db clnorm_db;
@@ -79,12 +79,12 @@ typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device
 clnorm_status clnorm__db_default_path(char *buf, size_t size, char *err, size_t err_size);
 
 /* Opens the database at path; *out receives the handle (NULL on failure). mode is
- * CLNORM_DB_READ or CLNORM_DB_WRITE. Reading needs an existing database of schema
- * CLNORM_DB_SCHEMA and works on read-only files and directories. Writing creates the file (WAL,
- * 5 s busy timeout), migrates an older schema and checks integrity. CLNORM_E_DB, with err naming
- * the path, when the file is missing (reading), read-only or in a read-only directory (writing),
- * corrupt or not a database ("is corrupt"), another application's database, or of a newer schema
- * ("newer than this clnorm"; the file is left untouched). */
+ * CLNORM_DB_READ or CLNORM_DB_WRITE. Reading needs an existing database of a schema this build
+ * reads (older ones included), changes nothing, and works on read-only files and directories.
+ * Writing creates the file (WAL, 5 s busy timeout), migrates an older schema and checks
+ * integrity. CLNORM_E_DB, with err naming the path, when the file is missing (reading), read-only
+ * or in a read-only directory (writing), corrupt or not a database ("is corrupt"), another
+ * application's database, or of a newer schema ("newer than this clnorm"; left untouched). */
 clnorm_status clnorm__db_open(const char *path, int mode, clnorm_db **out, char *err,
                               size_t err_size);
 
@@ -126,7 +126,8 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
 
 /* Calls fn for each stored result, ordered by device, kernel hash, op, dtype, cols, row class,
  * then fastest first. device: only that exact identity (NULL: all). kernel_hash: only results of
- * that hash (NULL: any). winners_only: only rows with winner == 1. */
+ * that hash (NULL: any). winners_only: only rows with winner == 1. Rows this build cannot
+ * represent (a name written by a newer clnorm) are skipped, here and in every query. */
 clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
                               const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
                               void *user, char *err, size_t err_size);
@@ -144,7 +145,8 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
  *                   "median_s": 1.2e-05, "min_s": 1.1e-05, "gbps": 2900.5, "max_err": 3e-07,
  *                   "measured_at": 1700000000, "kernel_hash": "0123456789abcdef",
  *                   "clnorm_version": "0.1.0"}, ...]}, ...]}
- * Times, gbps and max_err are null when not measured. CLNORM_E_DB (also when writing fails). */
+ * Times, gbps and max_err are null when not measured (or infinite). Numbers are written in the
+ * C locale whatever the application's. CLNORM_E_DB (also when writing fails). */
 clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_size);
 
 /* Imports JSON written by clnorm__db_export from text[0..len). The input is untrusted: every

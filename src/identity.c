@@ -63,8 +63,8 @@ clnorm_status clnorm__device_identity(cl_device_id device, clnorm_device_identit
     if (code != CL_SUCCESS)
       return fail(err, err_size, CLNORM_E_OPENCL, strings[i].name, code);
   }
-  cl_int code = clGetDeviceInfo(device, CL_DEVICE_VENDOR_ID, sizeof out->vendor_id,
-                                &out->vendor_id, NULL);
+  cl_int code =
+      clGetDeviceInfo(device, CL_DEVICE_VENDOR_ID, sizeof out->vendor_id, &out->vendor_id, NULL);
   if (code != CL_SUCCESS)
     return fail(err, err_size, CLNORM_E_OPENCL, "CL_DEVICE_VENDOR_ID", code);
   code = clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof out->compute_units,
@@ -75,8 +75,8 @@ clnorm_status clnorm__device_identity(cl_device_id device, clnorm_device_identit
                          &out->max_clock_mhz, NULL);
   if (code != CL_SUCCESS)
     return fail(err, err_size, CLNORM_E_OPENCL, "CL_DEVICE_MAX_CLOCK_FREQUENCY", code);
-  code = clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof out->local_mem,
-                         &out->local_mem, NULL);
+  code = clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof out->local_mem, &out->local_mem,
+                         NULL);
   if (code != CL_SUCCESS)
     return fail(err, err_size, CLNORM_E_OPENCL, "CL_DEVICE_LOCAL_MEM_SIZE", code);
   return CLNORM_OK;

@@ -1,0 +1,211 @@
+#include "harness.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int harness_failures;
+
+void harness_fail(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  fputs("FAIL: ", stdout);
+  vprintf(fmt, args);
+  fputc('\n', stdout);
+  fflush(stdout);
+  va_end(args);
+  harness_failures++;
+}
+
+static int contains_nocase(const char *hay, const char *needle) {
+  const size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n)
+      return 1;
+  }
+  return 0;
+}
+
+static void die(const char *test, const char *msg, int code) {
+  printf("%s: FAIL: %s (OpenCL error %d)\n", test, msg, code);
+  exit(1);
+}
+
+void harness_open(harness *h, const char *test_name) {
+  memset(h, 0, sizeof *h);
+  const char *want = getenv("CLNORM_TEST_DEVICE");
+  cl_platform_id plats[16];
+  cl_uint nplat = 0;
+  cl_int e = clGetPlatformIDs(16, plats, &nplat);
+  if (e != CL_SUCCESS || nplat == 0)
+    die(test_name, "no OpenCL platform found: install one (pocl-opencl-icd) and check clinfo -l",
+        e);
+  for (cl_uint p = 0; p < nplat && !h->device; p++) {
+    cl_device_id devs[16];
+    cl_uint ndev = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &ndev) != CL_SUCCESS)
+      continue;
+    char pname[256] = "";
+    clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+    for (cl_uint d = 0; d < ndev && !h->device; d++) {
+      char dname[256] = "";
+      cl_device_type type = 0;
+      clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
+      clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+      const int match = !want || !*want ||
+                        (strcmp(want, "gpu") == 0 && (type & CL_DEVICE_TYPE_GPU)) ||
+                        (strcmp(want, "cpu") == 0 && (type & CL_DEVICE_TYPE_CPU)) ||
+                        contains_nocase(dname, want) || contains_nocase(pname, want);
+      if (match) {
+        h->platform = plats[p];
+        h->device = devs[d];
+        snprintf(h->name, sizeof h->name, "%s", dname);
+      }
+    }
+  }
+  if (!h->device)
+    die(test_name, "no OpenCL device matches CLNORM_TEST_DEVICE", 0);
+  h->context = clCreateContext(NULL, 1, &h->device, NULL, NULL, &e);
+  if (e != CL_SUCCESS)
+    die(test_name, "clCreateContext failed", e);
+  h->queue = clCreateCommandQueue(h->context, h->device, 0, &e);
+  if (e != CL_SUCCESS)
+    die(test_name, "clCreateCommandQueue failed", e);
+  const clnorm_status st = clnorm_ctx_create(h->context, h->device, &h->ctx);
+  if (st != CLNORM_OK) {
+    printf("%s: FAIL: clnorm_ctx_create: %s: %s\n", test_name, clnorm_status_string(st),
+           clnorm_ctx_errmsg(NULL));
+    exit(1);
+  }
+  printf("%s on %s\n", test_name, h->name);
+  fflush(stdout);
+}
+
+void harness_close(harness *h) {
+  clnorm_ctx_destroy(h->ctx);
+  clReleaseCommandQueue(h->queue);
+  clReleaseContext(h->context);
+}
+
+cl_mem harness_buffer(harness *h, size_t bytes, const void *host) {
+  cl_int e;
+  cl_mem m = clCreateBuffer(h->context, host ? CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE, bytes,
+                            (void *)host, &e);
+  if (e != CL_SUCCESS)
+    die("harness", "clCreateBuffer failed", e);
+  return m;
+}
+
+void harness_write(harness *h, cl_mem buf, size_t bytes, const void *host) {
+  const cl_int e = clEnqueueWriteBuffer(h->queue, buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  if (e != CL_SUCCESS)
+    die("harness", "clEnqueueWriteBuffer failed", e);
+}
+
+void harness_read(harness *h, cl_mem buf, size_t bytes, void *host) {
+  const cl_int e = clEnqueueReadBuffer(h->queue, buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  if (e != CL_SUCCESS)
+    die("harness", "clEnqueueReadBuffer failed", e);
+}
+
+void harness_fill(harness *h, cl_mem buf, size_t bytes, float value) {
+  const cl_int e =
+      clEnqueueFillBuffer(h->queue, buf, &value, sizeof value, 0, bytes, 0, NULL, NULL);
+  if (e != CL_SUCCESS)
+    die("harness", "clEnqueueFillBuffer failed", e);
+}
+
+void harness_random(clnorm_rng *rng, float *x, size_t n, double offset) {
+  double shift = 0.0, scale = 1.0;
+  for (size_t i = 0; i < n; i++) {
+    if (i % 97 == 0) { /* change the row statistics every so often */
+      shift = (clnorm_rng_uniform(rng) - 0.5) * 4.0;
+      scale = 0.5 + 2.0 * clnorm_rng_uniform(rng);
+    }
+    x[i] = (float)(offset + shift + scale * clnorm_rng_normal(rng));
+  }
+}
+
+static double worse(double a, double b) {
+  if (isnan(b))
+    return INFINITY;
+  return b > a ? b : a;
+}
+
+clnorm_status harness_check(harness *h, const clnorm_call *call, const clnorm_variant *force,
+                            const float *x_host, size_t x_elems, size_t y_elems,
+                            const float *gamma, const float *beta, const double *ref_y,
+                            const double *ref_mean, const double *ref_rstd, errors *e,
+                            int *gaps_ok) {
+  (void)gamma;
+  (void)beta;
+  const size_t rows = call->rows, cols = call->cols;
+  const size_t ys = call->y.stride ? call->y.stride : cols;
+  const int in_place = call->x.buf == call->y.buf;
+  e->y = e->mean = e->rstd = 0.0;
+  *gaps_ok = 1;
+  /* y's buffer: sentinel in the gaps, NaN over the matrix */
+  float *y = malloc(y_elems * sizeof(float));
+  if (!y)
+    die("harness", "out of host memory", 0);
+  if (in_place) {
+    memcpy(y, x_host, y_elems * sizeof(float));
+  } else {
+    for (size_t i = 0; i < y_elems; i++)
+      y[i] = SENTINEL;
+    for (size_t r = 0; r < rows; r++)
+      for (size_t i = 0; i < cols; i++)
+        y[call->y.offset + r * ys + i] = NAN;
+  }
+  harness_write(h, call->y.buf, y_elems * sizeof(float), y);
+  if (!in_place && x_host) /* x_host NULL: x is already on the device, unchanged */
+    harness_write(h, call->x.buf, x_elems * sizeof(float), x_host);
+  if (call->mean)
+    harness_fill(h, call->mean, rows * sizeof(float), NAN);
+  if (call->rstd)
+    harness_fill(h, call->rstd, rows * sizeof(float), NAN);
+  const clnorm_status st = clnorm_run(h->ctx, h->queue, call, force, 0, NULL, NULL);
+  if (st != CLNORM_OK) {
+    free(y);
+    return st;
+  }
+  harness_read(h, call->y.buf, y_elems * sizeof(float), y);
+  float *mean = malloc((rows + 1) * sizeof(float)), *rstd = malloc((rows + 1) * sizeof(float));
+  if (call->mean)
+    harness_read(h, call->mean, rows * sizeof(float), mean);
+  if (call->rstd)
+    harness_read(h, call->rstd, rows * sizeof(float), rstd);
+  float *row = malloc((cols ? cols : 1) * sizeof(float));
+  for (size_t r = 0; r < rows; r++) {
+    memcpy(row, y + call->y.offset + r * ys, cols * sizeof(float));
+    e->y = worse(e->y, clnorm_ref_row_error(cols, row, ref_y + r * cols));
+    if (call->rstd)
+      e->rstd = worse(e->rstd, clnorm_ref_rel_error(rstd[r], ref_rstd[r]));
+    if (call->mean) {
+      const double m = ref_mean[r];
+      double err = isnan(m) ? (isnan(mean[r]) ? 0.0 : INFINITY)
+                            : fabs((double)mean[r] - m) / (fabs(m) + 1.0 / ref_rstd[r]);
+      e->mean = worse(e->mean, err);
+    }
+  }
+  if (!in_place) { /* every element outside the matrix still holds the sentinel */
+    for (size_t i = 0; i < y_elems && *gaps_ok; i++) {
+      const int inside = i >= call->y.offset && (i - call->y.offset) / ys < rows &&
+                         (i - call->y.offset) % ys < cols;
+      if (!inside && y[i] != SENTINEL)
+        *gaps_ok = 0;
+    }
+  }
+  free(row);
+  free(mean);
+  free(rstd);
+  free(y);
+  return CLNORM_OK;
+}

@@ -1,0 +1,210 @@
+/* Bad arguments: CLNORM_E_INVALID_ARG, a message naming the problem, nothing written. Also the
+ * valid edge cases: rows == 0, events, wait lists, unsupported dtypes, status strings. */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROWS 4
+#define COLS 64
+
+static harness h;
+static cl_mem xb, yb, gb, bb, mb, rb, small;
+
+/* y, mean and rstd hold the sentinel: a call that fails must leave them so. */
+static void reset_outputs(void) {
+  harness_fill(&h, yb, ROWS * COLS * 4, SENTINEL);
+  harness_fill(&h, mb, ROWS * 4, SENTINEL);
+  harness_fill(&h, rb, ROWS * 4, SENTINEL);
+}
+
+static int untouched(void) {
+  float y[ROWS * COLS], m[ROWS], r[ROWS];
+  clFinish(h.queue);
+  harness_read(&h, yb, sizeof y, y);
+  harness_read(&h, mb, sizeof m, m);
+  harness_read(&h, rb, sizeof r, r);
+  for (size_t i = 0; i < ROWS * COLS; i++)
+    if (y[i] != SENTINEL)
+      return 0;
+  for (size_t i = 0; i < ROWS; i++)
+    if (m[i] != SENTINEL || r[i] != SENTINEL)
+      return 0;
+  return 1;
+}
+
+static clnorm_call base(clnorm_op op) {
+  clnorm_call c = {op, ROWS, COLS, CLNORM_F32, 1e-5f, {xb, 0, 0}, {yb, 0, 0}, gb, bb, mb, rb};
+  if (op == CLNORM_OP_RMSNORM) {
+    c.beta = NULL;
+    c.mean = NULL;
+  }
+  return c;
+}
+
+static void expect_invalid(const char *what, clnorm_ctx *ctx, cl_command_queue queue,
+                           const clnorm_call *c, const char *must_mention) {
+  reset_outputs();
+  clFinish(h.queue);
+  clnorm_status st;
+  /* through the public entry points, which is what users call */
+  if (c->op == CLNORM_OP_LAYERNORM)
+    st = clnorm_layernorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->gamma,
+                          c->beta, c->y, c->mean, c->rstd, 0, NULL, NULL);
+  else
+    st = clnorm_rmsnorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->gamma, c->y,
+                        c->rstd, 0, NULL, NULL);
+  const char *msg = clnorm_ctx_errmsg(ctx);
+  if (st != CLNORM_E_INVALID_ARG)
+    harness_fail("%s: expected CLNORM_E_INVALID_ARG, got %s", what, clnorm_status_string(st));
+  else if (!msg || !*msg)
+    harness_fail("%s: empty error message", what);
+  else if (must_mention && !strstr(msg, must_mention))
+    harness_fail("%s: message \"%s\" does not mention \"%s\"", what, msg, must_mention);
+  if (!untouched())
+    harness_fail("%s: an output was written", what);
+  printf("  ok: %-44s -> %s\n", what, msg);
+}
+
+int main(void) {
+  harness_open(&h, "test_args");
+  float x[ROWS * COLS];
+  clnorm_rng rng;
+  clnorm_rng_seed(&rng, 3);
+  harness_random(&rng, x, ROWS * COLS, 0.0);
+  xb = harness_buffer(&h, sizeof x, x);
+  yb = harness_buffer(&h, sizeof x, NULL);
+  gb = harness_buffer(&h, COLS * 4, NULL);
+  bb = harness_buffer(&h, COLS * 4, NULL);
+  harness_fill(&h, gb, COLS * 4, 1.0f);
+  harness_fill(&h, bb, COLS * 4, 0.0f);
+  mb = harness_buffer(&h, ROWS * 4, NULL);
+  rb = harness_buffer(&h, ROWS * 4, NULL);
+  small = harness_buffer(&h, 8, NULL);
+
+  for (int o = 0; o < 2; o++) {
+    const clnorm_op op = o == 0 ? CLNORM_OP_LAYERNORM : CLNORM_OP_RMSNORM;
+    printf("%s:\n", o == 0 ? "layernorm" : "rmsnorm");
+    clnorm_call c = base(op);
+    expect_invalid("NULL context", NULL, h.queue, &c, "ctx");
+    expect_invalid("NULL queue", h.ctx, NULL, &c, "queue");
+    c = base(op), c.x.buf = NULL;
+    expect_invalid("NULL x.buf", h.ctx, h.queue, &c, "x.buf");
+    c = base(op), c.y.buf = NULL;
+    expect_invalid("NULL y.buf", h.ctx, h.queue, &c, "y.buf");
+    c = base(op), c.cols = 0;
+    expect_invalid("cols == 0", h.ctx, h.queue, &c, "cols");
+    c = base(op), c.x.stride = COLS - 1;
+    expect_invalid("x.stride < cols", h.ctx, h.queue, &c, "x.stride");
+    c = base(op), c.y.stride = COLS - 1;
+    expect_invalid("y.stride < cols", h.ctx, h.queue, &c, "y.stride");
+    c = base(op), c.eps = -1e-5f;
+    expect_invalid("eps negative", h.ctx, h.queue, &c, "eps");
+    c = base(op), c.eps = NAN;
+    expect_invalid("eps NaN", h.ctx, h.queue, &c, "eps");
+    c = base(op), c.eps = INFINITY;
+    expect_invalid("eps Inf", h.ctx, h.queue, &c, "eps");
+    c = base(op), c.dtype = (clnorm_dtype)7;
+    expect_invalid("unknown dtype", h.ctx, h.queue, &c, "dtype");
+    c = base(op), c.x.offset = 1;
+    expect_invalid("x past its buffer (offset)", h.ctx, h.queue, &c, "x does not fit");
+    c = base(op), c.rows = ROWS + 1;
+    expect_invalid("x past its buffer (rows)", h.ctx, h.queue, &c, "does not fit");
+    c = base(op), c.y.stride = COLS + 1;
+    expect_invalid("y past its buffer (stride)", h.ctx, h.queue, &c, "y does not fit");
+    c = base(op), c.gamma = small;
+    expect_invalid("gamma too small", h.ctx, h.queue, &c, "gamma");
+    c = base(op), c.rstd = small;
+    expect_invalid("rstd too small", h.ctx, h.queue, &c, "rstd");
+    if (op == CLNORM_OP_LAYERNORM) {
+      c = base(op), c.beta = small;
+      expect_invalid("beta too small", h.ctx, h.queue, &c, "beta");
+      c = base(op), c.mean = small;
+      expect_invalid("mean too small", h.ctx, h.queue, &c, "mean");
+    }
+    c = base(op), c.y.buf = xb, c.y.offset = 1, c.rows = ROWS - 1;
+    expect_invalid("x and y overlap, not identical", h.ctx, h.queue, &c, "overlap");
+    c = base(op), c.rstd = yb;
+    expect_invalid("rstd inside y", h.ctx, h.queue, &c, "overlap");
+    {
+      cl_int e;
+      cl_context other = clCreateContext(NULL, 1, &h.device, NULL, NULL, &e);
+      cl_command_queue oq = clCreateCommandQueue(other, h.device, 0, &e);
+      c = base(op);
+      expect_invalid("queue of another context", h.ctx, oq, &c, "context");
+      clReleaseCommandQueue(oq);
+      clReleaseContext(other);
+    }
+    /* valid edge cases */
+    c = base(op), c.rows = 0;
+    reset_outputs();
+    cl_event ev = NULL;
+    clnorm_status st = clnorm_run(h.ctx, h.queue, &c, NULL, 0, NULL, &ev);
+    if (st != CLNORM_OK || !ev)
+      harness_fail("rows == 0: %s, event %p", clnorm_status_string(st), (void *)ev);
+    if (ev) {
+      clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+    }
+    if (!untouched())
+      harness_fail("rows == 0 wrote an output");
+    for (int d = 1; d <= 2; d++) {
+      c = base(op), c.dtype = (clnorm_dtype)d;
+      reset_outputs();
+      st = clnorm_run(h.ctx, h.queue, &c, NULL, 0, NULL, NULL);
+      if (st != CLNORM_E_UNSUPPORTED && st != CLNORM_OK)
+        harness_fail("dtype %d: %s", d, clnorm_status_string(st));
+      if (st == CLNORM_E_UNSUPPORTED && !untouched())
+        harness_fail("unsupported dtype %d wrote an output", d);
+    }
+    /* an event that completes, after a wait list holding a user event */
+    cl_int e;
+    cl_event gate = clCreateUserEvent(h.context, &e);
+    c = base(op);
+    reset_outputs();
+    ev = NULL;
+    st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, &gate, &ev);
+    if (st != CLNORM_OK || !ev) {
+      harness_fail("call with a wait list: %s", clnorm_status_string(st));
+    } else {
+      cl_int status = CL_QUEUED;
+      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+      if (status == CL_COMPLETE)
+        harness_fail("the call completed before its wait list");
+      clSetUserEventStatus(gate, CL_COMPLETE);
+      if (clWaitForEvents(1, &ev) != CL_SUCCESS)
+        harness_fail("the call's event did not complete");
+      clReleaseEvent(ev);
+      if (untouched())
+        harness_fail("the call after its wait list wrote nothing");
+    }
+    clReleaseEvent(gate);
+    c = base(op);
+    st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, NULL, NULL);
+    if (st != CLNORM_E_INVALID_ARG)
+      harness_fail("num_wait 1 with a NULL wait list: %s", clnorm_status_string(st));
+  }
+  for (int s = 0; s <= 7; s++)
+    if (!clnorm_status_string((clnorm_status)s) || !*clnorm_status_string((clnorm_status)s))
+      harness_fail("clnorm_status_string(%d) is empty", s);
+  if (strcmp(clnorm_status_string((clnorm_status)99), "unknown status") != 0)
+    harness_fail("clnorm_status_string(99) is not \"unknown status\"");
+  clnorm_ctx_destroy(NULL);
+  {
+    clnorm_ctx *out = (clnorm_ctx *)&h; /* must be reset to NULL on failure */
+    if (clnorm_ctx_create(NULL, h.device, &out) != CLNORM_E_INVALID_ARG || out != NULL)
+      harness_fail("clnorm_ctx_create(NULL context) did not fail cleanly");
+  }
+  clReleaseMemObject(xb);
+  clReleaseMemObject(yb);
+  clReleaseMemObject(gb);
+  clReleaseMemObject(bb);
+  clReleaseMemObject(mb);
+  clReleaseMemObject(rb);
+  clReleaseMemObject(small);
+  harness_close(&h);
+  printf("test_args: %s (%d failures)\n", harness_failures ? "FAIL" : "PASS", harness_failures);
+  return harness_failures ? 1 : 0;
+}

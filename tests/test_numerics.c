@@ -1,0 +1,135 @@
+/* Numerics and layouts: rows far from zero, NaN and Inf rows, odd offsets, strides, in place,
+ * narrowed vectors; through the dispatcher and through every variant that takes the call.
+ * Tolerances: y 1e-5 of the row's largest |y| (2e-4 for rows of 1e4 + N(0,1)); mean 1e-5 of
+ * |mean| + standard deviation; rstd 1e-5 relative (2e-4 for 1e4 rows). */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct layout {
+  const char *name;
+  size_t rows, cols, x_off, x_stride, y_off, y_stride;
+  int in_place;
+  double offset; /* added to the data: 1e4 for far-from-zero rows */
+  int bad_rows;  /* row 1 gets a NaN, row 2 an Inf */
+} layout;
+
+static const layout layouts[] = {
+    {"far from zero 1000", 16, 1000, 0, 0, 0, 0, 0, 1e4, 0},
+    {"far from zero 4096", 16, 4096, 0, 0, 0, 0, 0, 1e4, 0},
+    {"far from zero 33", 16, 33, 0, 0, 0, 0, 0, 1e4, 0},
+    {"NaN and Inf rows", 9, 768, 0, 0, 0, 0, 0, 0.0, 1},
+    {"NaN and Inf rows odd", 9, 4097, 0, 0, 0, 0, 0, 0.0, 1},
+    {"odd offsets", 7, 1024, 3, 0, 5, 0, 0, 0.0, 0},
+    {"stride > cols", 11, 1000, 0, 1003, 0, 1001, 0, 0.0, 0},
+    {"offset and stride", 5, 4096, 1, 4099, 7, 4100, 0, 0.0, 0},
+    {"aligned stride", 6, 1024, 4, 1040, 8, 1056, 0, 0.0, 0},
+    {"in place", 13, 2880, 0, 0, 0, 0, 1, 0.0, 0},
+    {"in place strided", 5, 3584, 2, 3590, 2, 3590, 1, 0.0, 0},
+    {"in place far from zero", 8, 4096, 0, 0, 0, 0, 1, 1e4, 0},
+    {"one column", 5, 1, 1, 3, 2, 4, 0, 0.0, 0},
+};
+
+static void run_layout(harness *h, clnorm_op op, const layout *l, const clnorm_variant *vars,
+                       size_t nv, size_t *runs) {
+  const size_t xs = l->x_stride ? l->x_stride : l->cols;
+  const size_t ys = l->in_place ? xs : (l->y_stride ? l->y_stride : l->cols);
+  const size_t y_off = l->in_place ? l->x_off : l->y_off;
+  const size_t x_elems = l->x_off + (l->rows - 1) * xs + l->cols + 3;
+  const size_t y_elems = l->in_place ? x_elems : y_off + (l->rows - 1) * ys + l->cols + 5;
+  float *x = malloc(x_elems * sizeof(float));
+  float *gamma = malloc(l->cols * sizeof(float)), *beta = malloc(l->cols * sizeof(float));
+  double *ref_y = malloc(l->rows * l->cols * sizeof(double));
+  double *ref_mean = malloc(l->rows * sizeof(double)), *ref_rstd = malloc(l->rows * sizeof(double));
+  clnorm_rng rng;
+  clnorm_rng_seed(&rng, 7 + l->cols);
+  harness_random(&rng, x, x_elems, l->offset);
+  for (size_t i = 0; i < l->cols; i++) {
+    gamma[i] = (float)(0.5 + clnorm_rng_uniform(&rng));
+    beta[i] = (float)(clnorm_rng_uniform(&rng) - 0.5);
+  }
+  if (l->bad_rows) {
+    x[l->x_off + 1 * xs + l->cols / 2] = NAN;
+    x[l->x_off + 2 * xs + l->cols - 1] = INFINITY;
+    x[l->x_off + 3 * xs + 0] = -INFINITY; /* the first element: the kernels' pivot */
+  }
+  if (op == CLNORM_OP_LAYERNORM)
+    clnorm_ref_layernorm(l->rows, l->cols, x + l->x_off, xs, gamma, beta, 1e-5, ref_y, ref_mean,
+                         ref_rstd);
+  else
+    clnorm_ref_rmsnorm(l->rows, l->cols, x + l->x_off, xs, gamma, 1e-5, ref_y, ref_rstd);
+  cl_mem xb = harness_buffer(h, x_elems * 4, x);
+  cl_mem yb = l->in_place ? xb : harness_buffer(h, y_elems * 4, NULL);
+  cl_mem gb = harness_buffer(h, l->cols * 4, gamma), bb = harness_buffer(h, l->cols * 4, beta);
+  cl_mem mb = harness_buffer(h, l->rows * 4, NULL), rb = harness_buffer(h, l->rows * 4, NULL);
+  clnorm_call call = {op, l->rows, l->cols, CLNORM_F32, 1e-5f, {xb, l->x_off, l->x_stride},
+                      {yb, y_off, l->in_place ? l->x_stride : l->y_stride}, gb, NULL, NULL, rb};
+  if (op == CLNORM_OP_LAYERNORM) {
+    call.beta = bb;
+    call.mean = mb;
+  }
+  const double tol = l->offset != 0.0 ? 2e-4 : 1e-5;
+  for (size_t k = 0; k <= nv; k++) {
+    const clnorm_variant *v = k < nv ? &vars[k] : NULL;
+    if (v && clnorm_variant_check(h->ctx, &call, v) != CLNORM_OK)
+      continue;
+    if (l->in_place) /* x was overwritten by the previous run */
+      harness_write(h, xb, x_elems * 4, x);
+    errors e;
+    int gaps_ok;
+    const clnorm_status st = harness_check(h, &call, v, l->in_place ? x : NULL, x_elems,
+                                           y_elems, gamma, beta, ref_y, ref_mean, ref_rstd, &e,
+                                           &gaps_ok);
+    (*runs)++;
+    char text[128] = "dispatcher";
+    if (v)
+      clnorm_variant_format(v, text, sizeof text);
+    const char *opn = op == CLNORM_OP_LAYERNORM ? "layernorm" : "rmsnorm";
+    if (st != CLNORM_OK) {
+      harness_fail("%s %s [%s]: %s: %s", opn, l->name, text, clnorm_status_string(st),
+                   clnorm_ctx_errmsg(h->ctx));
+      continue;
+    }
+    if (!(e.y <= tol && e.mean <= tol && e.rstd <= tol))
+      harness_fail("%s %s [%s]: error y %.3g mean %.3g rstd %.3g (tolerance %.0e)", opn,
+                   l->name, text, e.y, e.mean, e.rstd, tol);
+    if (!gaps_ok)
+      harness_fail("%s %s [%s]: an element of y's buffer outside the matrix changed", opn,
+                   l->name, text);
+  }
+  if (!l->in_place)
+    clReleaseMemObject(yb);
+  clReleaseMemObject(xb);
+  clReleaseMemObject(gb);
+  clReleaseMemObject(bb);
+  clReleaseMemObject(mb);
+  clReleaseMemObject(rb);
+  free(x);
+  free(gamma);
+  free(beta);
+  free(ref_y);
+  free(ref_mean);
+  free(ref_rstd);
+}
+
+int main(void) {
+  harness h;
+  harness_open(&h, "test_numerics");
+  size_t runs = 0;
+  for (int o = 0; o < 2; o++) {
+    const clnorm_op op = o == 0 ? CLNORM_OP_LAYERNORM : CLNORM_OP_RMSNORM;
+    const size_t nv = clnorm_variant_list(h.ctx, op, NULL, 0);
+    clnorm_variant *vars = malloc(nv * sizeof *vars);
+    clnorm_variant_list(h.ctx, op, vars, nv);
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+      run_layout(&h, op, &layouts[i], vars, nv, &runs);
+    free(vars);
+  }
+  harness_close(&h);
+  printf("test_numerics: %zu runs: %s (%d failures)\n", runs, harness_failures ? "FAIL" : "PASS",
+         harness_failures);
+  return harness_failures ? 1 : 0;
+}
