@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what clnorm needs to build and test on Debian or Ubuntu: a C compiler, CMake, the
+# OpenCL headers and ICD loader, PoCL (OpenCL on the CPU, so there is always a device), SQLite,
+# clinfo. Does nothing when all of it is installed already.
+set -euo pipefail
+packages=(build-essential cmake ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+          libsqlite3-dev sqlite3)
+if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+  echo "clnorm: not a Debian/Ubuntu system: install the equivalents of ${packages[*]} yourself" >&2
+  exit 0
+fi
+missing=()
+for p in "${packages[@]}"; do
+  # dpkg -s also succeeds for removed packages that left their configuration behind.
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "clnorm: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "clnorm: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+${sudo[@]+"${sudo[@]}"} apt-get update -qq
+${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null

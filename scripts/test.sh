@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set-up, a build with warnings as errors, and the whole test suite on the OpenCL devices found
+# (PoCL at least). Fails when no OpenCL platform is found: the tests never pass by skipping.
+#   bash scripts/test.sh                  # everything
+#   bash scripts/test.sh -L unit          # further arguments go to ctest
+#   BUILD_DIR=/tmp/b CLNORM_TEST_DEVICE=gpu bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+build=${BUILD_DIR:-build-test}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLNORM_WERROR=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+devices=$(clinfo -l 2>&1 || true)
+if ! grep -q "Device" <<<"$devices"; then
+  echo "clnorm: no OpenCL platform or device found (clinfo -l lists none): failing" >&2
+  echo "$devices" >&2
+  exit 1
+fi
+echo "$devices"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${CTEST_ARGS:-} "$@"
