@@ -24,16 +24,36 @@ layernorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
   HELD_DECL;
 
 #if STATS == 0
-  floatv wmean = 0.0f, wm2 = 0.0f;
-  float wn = 0.0f;
+  /* Welford over blocks of at most 256 vectors, each block merged into the running statistics
+   * (Chan): a work-item may own a million elements, and one long Welford recurrence drifts by
+   * about 1e-4 over that many updates. */
+  floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;
+  float wn = 0.0f, bn = 0.0f;
   FOR_VECS(i, k, nvec) {
     const floatv xv = LOADV(xr, i);
     HELD_PUT(k, xv);
     const floatv d = xv - pivot;
-    wn += 1.0f;
-    const floatv delta = d - wmean;
-    wmean += delta / wn;
-    wm2 += delta * (d - wmean);
+    bn += 1.0f;
+    const floatv delta = d - bmean;
+    bmean += delta / bn;
+    bm2 += delta * (d - bmean);
+    if (bn == 256.0f) {
+      const float n = wn + bn;
+      const floatv dm = bmean - wmean;
+      wmean += dm * (bn / n);
+      wm2 += bm2 + dm * dm * (wn * bn / n);
+      wn = n;
+      bn = 0.0f;
+      bmean = 0.0f;
+      bm2 = 0.0f;
+    }
+  }
+  if (bn > 0.0f) {
+    const float n = wn + bn;
+    const floatv dm = bmean - wmean;
+    wmean += dm * (bn / n);
+    wm2 += bm2 + dm * dm * (wn * bn / n);
+    wn = n;
   }
   /* Every lane of the vector saw wn values: merge the lanes, then the scalar tail. */
   stats_t st;

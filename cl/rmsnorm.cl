@@ -18,21 +18,25 @@ rmsnorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
   __global const float *xr = x + x_off + (active ? row : 0) * x_stride;
   HELD_DECL;
 
-  /* Blocked sum: a work-item may own a million elements (one work-item per row), and one float
-   * accumulator would lose about 1e-5 over that many additions. */
-  floatv acc = 0.0f, block = 0.0f;
+  /* Blocked sum with the blocks added by Kahan summation: a work-item may own a million
+   * elements (one work-item per row), and one float accumulator would lose about 1e-5 over that
+   * many additions. */
+  floatv acc = 0.0f, comp = 0.0f, block = 0.0f;
   uint in_block = 0;
   FOR_VECS(i, k, nvec) {
     const floatv xv = LOADV(xr, i);
     HELD_PUT(k, xv);
     block += xv * xv;
     if (++in_block == 256) {
-      acc += block;
+      const floatv yk = block - comp;
+      const floatv t = acc + yk;
+      comp = (t - acc) - yk;
+      acc = t;
       block = 0.0f;
       in_block = 0;
     }
   }
-  acc += block;
+  acc += block - comp;
   float sq = HSUM(acc);
   for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
     sq += xr[i] * xr[i];
