@@ -35,7 +35,7 @@ layernorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
     const floatv d = xv - pivot;
     bn += 1.0f;
     const floatv delta = d - bmean;
-    bmean += delta / bn;
+    bmean += delta * (1.0f / bn); /* one division per vector, not one per lane */
     bm2 += delta * (d - bmean);
     if (bn == 256.0f) {
       const float n = wn + bn;
