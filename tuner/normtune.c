@@ -136,7 +136,7 @@ static void parse_options(int argc, char **argv, int first, options *o) {
       o->json = 1;
     else if (strcmp(a, "--quiet") == 0)
       o->quiet = 1;
-    else if (a[0] != '-' && !o->file)
+    else if ((a[0] != '-' || strcmp(a, "-") == 0) && !o->file) /* "-": standard in/out */
       o->file = a;
     else
       die(EXIT_USAGE, "unknown argument \"%s\" (see normtune --help)", a);
@@ -942,6 +942,29 @@ typedef struct show_state {
   char last_name[256], last_driver[256];
 } show_state;
 
+/* Writes s as a JSON string literal. */
+static void json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    const unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
+/* Writes v as a JSON number, or null when it is not finite. */
+static void json_number(const char *format, double v) {
+  if (isfinite(v))
+    printf(format, v);
+  else
+    fputs("null", stdout);
+}
+
 static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_result *r,
                     int winner) {
   show_state *st = user;
@@ -949,12 +972,20 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   char text[128];
   clnorm_variant_format(&r->variant, text, sizeof text);
   if (st->json) {
-    printf("%s{\"device\": \"%s\", \"driver\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", "
-           "\"cols\": %llu, \"row_class\": %u, \"rows\": %llu, \"variant\": \"%s\", "
-           "\"median_s\": %.6g, \"gbps\": %.1f, \"max_err\": %.3g}",
-           st->first ? "" : ",\n", dev->name, dev->driver_version, op_name(r->op),
-           dtype_name(r->dtype), (unsigned long long)r->cols, r->row_class,
-           (unsigned long long)r->rows, text, r->median_s, r->gbps, r->max_err);
+    printf("%s{\"device\": ", st->first ? "" : ",\n");
+    json_string(dev->name);
+    printf(", \"driver\": ");
+    json_string(dev->driver_version);
+    printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
+           "\"rows\": %llu, \"variant\": \"%s\", \"median_s\": ",
+           op_name(r->op), dtype_name(r->dtype), (unsigned long long)r->cols, r->row_class,
+           (unsigned long long)r->rows, text);
+    json_number("%.6g", r->median_s);
+    printf(", \"gbps\": ");
+    json_number("%.1f", r->gbps);
+    printf(", \"max_err\": ");
+    json_number("%.3g", r->max_err);
+    putchar('}');
     st->first = 0;
     return 0;
   }
