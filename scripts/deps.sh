@@ -21,10 +21,14 @@ fi
 echo "clnorm: installing ${missing[*]}"
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "clnorm: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  if ! command -v sudo >/dev/null; then
+    echo "clnorm: need root or sudo to install ${missing[*]}" >&2
+    exit 1
+  fi
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
 ${sudo[@]+"${sudo[@]}"} apt-get update -qq
-${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  "${missing[@]}" >/dev/null
+# sudo resets the environment: pass DEBIAN_FRONTEND through env.
+${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

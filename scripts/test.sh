@@ -17,4 +17,5 @@ if ! grep -q "Device" <<<"$devices"; then
   exit 1
 fi
 echo "$devices"
+# shellcheck disable=SC2086 # CTEST_ARGS is a list of words
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${CTEST_ARGS:-} "$@"

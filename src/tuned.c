@@ -3,6 +3,7 @@
 #include "db.h"
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,7 @@ const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, 
 
 clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   char default_path[4096], err[1024];
+  clnorm__clear_error(ctx); /* errmsg speaks of this load only */
   if (!path) {
     if (clnorm__db_default_path(default_path, sizeof default_path, err, sizeof err) != CLNORM_OK)
       return clnorm__fail(ctx, CLNORM_E_DB, "no tuning database path: %s", err);
@@ -113,6 +115,14 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   clnorm_result *results = NULL;
   size_t count = 0;
   st = clnorm__db_winners(db, &id, clnorm__kernel_hash(), &results, &count, err, sizeof err);
+  /* Stale results are not used; counting them lets errmsg say why a tuned device falls back.
+   * A failure to count only loses that note. */
+  clnorm_db_stale stale = {0, 0};
+  char stale_err[256];
+  if (st == CLNORM_OK &&
+      clnorm__db_stale(db, &id, clnorm__kernel_hash(), &stale, stale_err, sizeof stale_err) !=
+          CLNORM_OK)
+    stale.driver_changed = stale.kernels_changed = 0;
   clnorm__db_close(db);
   if (st != CLNORM_OK)
     return clnorm__fail(ctx, st, "tuning database not used: %s", err);
@@ -136,6 +146,17 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   ctx->tuned_count = count;
   pthread_mutex_unlock(&ctx->lock);
   free(old); /* readers copy what they find under the lock, so nobody holds a pointer into it */
+  if (stale.driver_changed || stale.kernels_changed) {
+    clnorm__fail(ctx, CLNORM_OK,
+                 "%zu tuned results loaded from '%s'; %llu stale results of this device are not "
+                 "used (%llu from another driver version, %llu from other kernel sources): run "
+                 "`normtune tune` again",
+                 count, path, (unsigned long long)(stale.driver_changed + stale.kernels_changed),
+                 (unsigned long long)stale.driver_changed,
+                 (unsigned long long)stale.kernels_changed);
+    if (ctx->log_info)
+      fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
+  }
   return CLNORM_OK;
 }
 
