@@ -27,8 +27,8 @@ void harness_write(harness *h, cl_mem buf, size_t bytes, const void *host);
 void harness_read(harness *h, cl_mem buf, size_t bytes, void *host);
 void harness_fill(harness *h, cl_mem buf, size_t bytes, float value); /* e.g. NaN poison */
 
-/* Random rows: each row N(0,1) * scale + shift with a per-row scale and shift; `offset` adds a
- * common shift (1e4 for the rows where E[x^2] - E[x]^2 fails). */
+/* Random data: N(0,1) * scale + shift, with scale and shift drawn anew every 97 elements;
+ * `offset` adds a common shift (1e4 for the rows where E[x^2] - E[x]^2 fails). */
 void harness_random(clnorm_rng *rng, float *x, size_t n_elems, double offset);
 
 /* The errors of one run against the reference, in the measures the tests state:
@@ -40,12 +40,13 @@ typedef struct errors {
   double y, mean, rstd;
 } errors;
 
-/* Runs `call` (force: a variant, or NULL for the dispatcher) on host data x (rows x cols at
+/* Runs `call` (force: a variant, run by clnorm_run; NULL: the dispatcher, through the public
+ * clnorm_layernorm / clnorm_rmsnorm) on host data x (rows x cols at
  * x_stride within x_elems elements written to call->x.buf, unless x_host is NULL and x is
  * already there; for in-place calls x_host is required; y poisoned with NaN and its gaps
  * filled with a sentinel first), reads y, mean, rstd back and compares with the reference.
  * Returns the clnorm status; *e receives the errors; *gaps_ok is 0 when an element of y's
- * buffer outside the matrix changed. */
+ * buffer outside the matrix changed (in place: an element of x's buffer outside the matrix). */
 clnorm_status harness_check(harness *h, const clnorm_call *call, const clnorm_variant *force,
                             const float *x_host, size_t x_elems, size_t y_elems,
                             const float *gamma, const float *beta, const double *ref_y,

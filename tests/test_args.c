@@ -1,11 +1,13 @@
 /* Bad arguments: CLNORM_E_INVALID_ARG, a message naming the problem, nothing written. Also the
  * valid edge cases: rows == 0, events, wait lists, unsupported dtypes, status strings. */
+#define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ROWS 4
 #define COLS 64
@@ -169,10 +171,27 @@ int main(void) {
     if (st != CLNORM_OK || !ev) {
       harness_fail("call with a wait list: %s", clnorm_status_string(st));
     } else {
+      /* Give the kernel time to run if it ignored the gate, then look at y through a second
+       * queue (h.queue is blocked behind the gate): nothing may have been written. */
+      const struct timespec pause = {0, 100 * 1000 * 1000};
+      nanosleep(&pause, NULL);
       cl_int status = CL_QUEUED;
       clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-      if (status == CL_COMPLETE)
-        harness_fail("the call completed before its wait list");
+      if (status == CL_COMPLETE || status == CL_RUNNING)
+        harness_fail("the call started before its wait list completed");
+      cl_command_queue peek = clCreateCommandQueue(h.context, h.device, 0, &e);
+      float y_now[ROWS * COLS];
+      if (e == CL_SUCCESS &&
+          clEnqueueReadBuffer(peek, yb, CL_TRUE, 0, sizeof y_now, y_now, 0, NULL, NULL) ==
+              CL_SUCCESS) {
+        for (size_t i = 0; i < ROWS * COLS; i++)
+          if (y_now[i] != SENTINEL) {
+            harness_fail("y was written before the call's wait list completed");
+            break;
+          }
+      }
+      if (peek)
+        clReleaseCommandQueue(peek);
       clSetUserEventStatus(gate, CL_COMPLETE);
       if (clWaitForEvents(1, &ev) != CL_SUCCESS)
         harness_fail("the call's event did not complete");
@@ -180,11 +199,53 @@ int main(void) {
       if (untouched())
         harness_fail("the call after its wait list wrote nothing");
     }
+    /* an event that has already completed in the wait list, and the call's event released
+     * before it completes */
+    c = base(op);
+    reset_outputs();
+    ev = NULL;
+    st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, &gate, &ev);
+    if (st != CLNORM_OK || !ev)
+      harness_fail("call with a completed event in its wait list: %s: %s",
+                   clnorm_status_string(st), clnorm_ctx_errmsg(h.ctx));
+    if (ev)
+      clReleaseEvent(ev);
+    clFinish(h.queue);
+    if (untouched())
+      harness_fail("the call after a completed wait list wrote nothing");
     clReleaseEvent(gate);
     c = base(op);
     st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, NULL, NULL);
     if (st != CLNORM_E_INVALID_ARG)
       harness_fail("num_wait 1 with a NULL wait list: %s", clnorm_status_string(st));
+    /* forced variants this device or call cannot run: CLNORM_E_UNSUPPORTED, nothing written */
+    {
+      const clnorm_variant bad[] = {
+          {3, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},  /* wg not a power of 2 */
+          {64, 64, 3, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}, /* vec 3 */
+          {1, 1, 4, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},  /* row does not fit hold */
+          {64, 64, 4, 1, (clnorm_reduce)9, CLNORM_STATS_WELFORD},   /* unknown reduce */
+      };
+      for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        char text[128];
+        clnorm_variant_format(&bad[b], text, sizeof text);
+        c = base(op);
+        reset_outputs();
+        clFinish(h.queue);
+        st = clnorm_run(h.ctx, h.queue, &c, &bad[b], 0, NULL, NULL);
+        const char *msg = clnorm_ctx_errmsg(h.ctx);
+        if (st != CLNORM_E_UNSUPPORTED || !*msg)
+          harness_fail("forced variant %s: expected CLNORM_E_UNSUPPORTED and a message, got %s "
+                       "\"%s\"", text, clnorm_status_string(st), msg);
+        if (!untouched())
+          harness_fail("forced variant %s wrote an output", text);
+        const clnorm_status cs = clnorm_variant_check(h.ctx, &c, &bad[b]);
+        if (cs != CLNORM_E_UNSUPPORTED)
+          harness_fail("clnorm_variant_check(%s): expected CLNORM_E_UNSUPPORTED, got %s", text,
+                       clnorm_status_string(cs));
+        printf("  ok: forced %-37s -> %s\n", text, msg);
+      }
+    }
   }
   for (int s = 0; s <= 7; s++)
     if (!clnorm_status_string((clnorm_status)s) || !*clnorm_status_string((clnorm_status)s))
