@@ -55,14 +55,27 @@ static clnorm_status usable(clnorm_ctx *ctx, const clnorm_call *call, const clno
  * cannot take its work-group size (register pressure can lower that limit). */
 static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *eff,
                                     clnorm_program **prog) {
-  clnorm_variant candidates[3];
-  clnorm__heuristic(&ctx->info, call, &candidates[0]);
-  candidates[1] = candidates[0];
-  candidates[1].hold = 0; /* re-read the row: no private array, no register pressure */
-  candidates[1].stats = CLNORM_STATS_WELFORD;
-  candidates[2] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  /* The heuristic's variant; then the same re-reading the row (no private array); then smaller
+   * work-groups (a driver may refuse large ones after the build: NVIDIA's caps every clnorm
+   * kernel at 256); last, one work-item per row, which every device runs. */
+  clnorm_variant candidates[16];
+  size_t n = 0;
+  clnorm__heuristic(&ctx->info, call, &candidates[n++]);
+  const clnorm_variant first = candidates[0];
+  candidates[n] = first;
+  candidates[n].hold = 0;
+  candidates[n++].stats = CLNORM_STATS_WELFORD;
+  for (unsigned wg = first.wg / 2; wg >= 32 && n < 15; wg /= 2) {
+    candidates[n] = candidates[1];
+    candidates[n].wg = wg;
+    candidates[n].tpr = first.tpr < wg ? first.tpr : wg;
+    if (candidates[n].reduce == CLNORM_REDUCE_SUBGROUP && candidates[n].tpr != wg)
+      candidates[n].reduce = CLNORM_REDUCE_LOCAL;
+    n++;
+  }
+  candidates[n++] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   clnorm_status st = CLNORM_E_UNSUPPORTED;
-  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+  for (size_t i = 0; i < n; i++) {
     st = usable(ctx, call, &candidates[i], eff);
     if (st == CLNORM_OK)
       st = clnorm__program_get(ctx, call->op, call->dtype, eff, prog);

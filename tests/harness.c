@@ -33,6 +33,13 @@ static int contains_nocase(const char *hay, const char *needle) {
   return 0;
 }
 
+static int equal_nocase(const char *a, const char *b) {
+  for (; *a && *b; a++, b++)
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+      return 0;
+  return *a == *b;
+}
+
 static void die(const char *test, const char *msg, int code) {
   printf("%s: FAIL: %s (OpenCL error %d)\n", test, msg, code);
   exit(1);
@@ -47,6 +54,7 @@ void harness_open(harness *h, const char *test_name) {
   if (e != CL_SUCCESS || nplat == 0)
     die(test_name, "no OpenCL platform found: install one (pocl-opencl-icd) and check clinfo -l",
         e);
+  char seen[1024] = ""; /* the devices found, for the message when none matches */
   for (cl_uint p = 0; p < nplat && !h->device; p++) {
     cl_device_id devs[16];
     cl_uint ndev = 0;
@@ -59,9 +67,11 @@ void harness_open(harness *h, const char *test_name) {
       cl_device_type type = 0;
       clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
       clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+      const size_t used = strlen(seen);
+      snprintf(seen + used, sizeof seen - used, "%s\"%s\" (%s)", used ? ", " : "", dname, pname);
       const int match = !want || !*want ||
-                        (strcmp(want, "gpu") == 0 && (type & CL_DEVICE_TYPE_GPU)) ||
-                        (strcmp(want, "cpu") == 0 && (type & CL_DEVICE_TYPE_CPU)) ||
+                        (equal_nocase(want, "gpu") && (type & CL_DEVICE_TYPE_GPU)) ||
+                        (equal_nocase(want, "cpu") && (type & CL_DEVICE_TYPE_CPU)) ||
                         contains_nocase(dname, want) || contains_nocase(pname, want);
       if (match) {
         h->platform = plats[p];
@@ -70,8 +80,12 @@ void harness_open(harness *h, const char *test_name) {
       }
     }
   }
-  if (!h->device)
-    die(test_name, "no OpenCL device matches CLNORM_TEST_DEVICE", 0);
+  if (!h->device) {
+    printf("%s: FAIL: %s; devices found: %s\n", test_name,
+           want && *want ? "no OpenCL device matches CLNORM_TEST_DEVICE" : "no OpenCL device",
+           *seen ? seen : "none");
+    exit(1);
+  }
   h->context = clCreateContext(NULL, 1, &h->device, NULL, NULL, &e);
   if (e != CL_SUCCESS)
     die(test_name, "clCreateContext failed", e);
@@ -84,7 +98,9 @@ void harness_open(harness *h, const char *test_name) {
            clnorm_ctx_errmsg(NULL));
     exit(1);
   }
-  printf("%s on %s\n", test_name, h->name);
+  char pname[256] = "";
+  clGetPlatformInfo(h->platform, CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+  printf("%s on %s (%s)\n", test_name, h->name, pname);
   fflush(stdout);
 }
 
