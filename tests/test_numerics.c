@@ -1,17 +1,18 @@
-/* Numerics and layouts: rows far from zero, NaN and Inf rows, odd offsets, strides, in place,
- * narrowed vectors; through the dispatcher (clnorm_layernorm / clnorm_rmsnorm) and forced
- * variants. Rows of 1e4 + N(0,1) (cols 1000 and 4096) and NaN/Inf rows of 768 run with every
- * variant that takes the call, at the variant's own vector width (strides multiple of 16), so
- * they reuse the programs test_variants compiled (ctest runs this test after it; PoCL caches
- * programs on disk). The other layouts narrow the width, and each width is a program of its
- * own: they run the first and the last variant of each family (family() below) that takes the
- * call. Measures as in harness.h:
+/* Numerics and layouts: rows far from zero, NaN and Inf rows, constant rows, magnitudes from
+ * 1e-15 to 1e15, odd offsets, strides, in place, narrowed vectors; through the dispatcher
+ * (clnorm_layernorm / clnorm_rmsnorm) and forced variants. Rows of 1e4 + N(0,1) (cols 1000 and
+ * 4096) and the NaN/Inf, constant and magnitude rows of 768 run with every variant that takes
+ * the call, at the variant's own vector width (strides multiple of 16), so they reuse the
+ * programs test_variants compiled (ctest runs this test after it; PoCL caches programs on disk).
+ * The other layouts narrow the width, and each width is a program of its own: they run the
+ * first and the last variant of each family (family() below) that takes the call.
+ * Measures as in harness.h:
  *   y:    max |y - ref| / max(max |ref| of the row, FLT_MIN) <= 1e-5 (2e-4 for 1e4 rows)
  *   mean: |mean - ref| / (|ref mean| + 1 / ref rstd) <= 1e-5 (2e-4 for 1e4 rows)
  *   rstd: |rstd - ref| / ref <= 1e-5 (2e-4 for 1e4 rows)
- * Rows holding a NaN or an Inf must give NaN y, mean and rstd; every element of y's buffer
- * outside the matrix (before the offset, between rows, after the end; in place: x's own values)
- * must be unchanged. */
+ * Rows holding a NaN or an Inf must give NaN y, mean and rstd (other rows as usual); a row of
+ * one value gives y = beta; every element of y's buffer outside the matrix (before the offset,
+ * between rows, after the end; in place: x's own values) must be unchanged. */
 #include "harness.h"
 
 #include <math.h>
@@ -24,9 +25,16 @@ typedef struct layout {
   size_t rows, cols, x_off, x_stride, y_off, y_stride;
   int in_place;
   double offset; /* added to the data: 1e4 for far-from-zero rows */
-  int bad_rows;  /* row 1 gets a NaN, row 2 an Inf, row 3 a -Inf at the pivot */
+  int data;      /* DATA_* below */
   int every_variant;
 } layout;
+
+enum {
+  DATA_RANDOM,     /* N(0,1) * scale + shift, scale and shift drawn anew every 97 elements */
+  DATA_BAD_ROWS,   /* random; row 1 gets a NaN, row 2 an Inf, row 3 a -Inf at the pivot */
+  DATA_CONSTANT,   /* each row one value (zero variance; row 0 all zeros): y = beta exactly */
+  DATA_MAGNITUDES, /* random rows scaled by 1e-15, 1e-10, ..., 1e15 */
+};
 
 /* Families of variants: how a row is shared (one work-item, a whole group, part of a group),
  * hold, statistics and reduction. */
@@ -43,6 +51,8 @@ static const layout layouts[] = {
     {"far from zero 4096", 16, 4096, 0, 0, 0, 0, 0, 1e4, 0, 1},
     {"far from zero 33", 16, 33, 0, 0, 0, 0, 0, 1e4, 0, 0},
     {"NaN and Inf rows", 9, 768, 0, 0, 0, 0, 0, 0.0, 1, 1},
+    {"constant rows", 6, 768, 0, 0, 0, 0, 0, 0.0, DATA_CONSTANT, 1},
+    {"magnitudes 1e-15 to 1e15", 7, 768, 0, 0, 0, 0, 0, 0.0, DATA_MAGNITUDES, 1},
     {"NaN and Inf rows odd", 9, 4097, 0, 0, 0, 0, 0, 0.0, 1, 0},
     {"odd offsets", 7, 1024, 3, 0, 5, 0, 0, 0.0, 0, 0},
     {"stride > cols", 11, 1000, 0, 1003, 0, 1001, 0, 0.0, 0, 0},
@@ -74,11 +84,18 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
     gamma[i] = (float)(0.5 + clnorm_rng_uniform(&rng));
     beta[i] = (float)(clnorm_rng_uniform(&rng) - 0.5);
   }
-  if (l->bad_rows) {
+  if (l->data == DATA_BAD_ROWS) {
     x[l->x_off + 1 * xs + l->cols / 2] = NAN;
     x[l->x_off + 2 * xs + l->cols - 1] = INFINITY;
     x[l->x_off + 3 * xs + 0] = -INFINITY; /* the first element: the kernels' pivot */
   }
+  for (size_t r = 0; r < l->rows && l->data == DATA_CONSTANT; r++)
+    for (size_t i = 0; i < l->cols; i++)
+      x[l->x_off + r * xs + i] = r == 0 ? 0.0f : (float)((double)r * 3.7 - 9.0 + (r % 2) * 1e3);
+  for (size_t r = 0; r < l->rows && l->data == DATA_MAGNITUDES; r++)
+    for (size_t i = 0; i < l->cols; i++)
+      x[l->x_off + r * xs + i] *=
+          (float)pow(10.0, -15.0 + 30.0 * (double)r / (double)(l->rows - 1));
   if (op == CLNORM_OP_LAYERNORM)
     clnorm_ref_layernorm(l->rows, l->cols, x + l->x_off, xs, gamma, beta, 1e-5, ref_y, ref_mean,
                          ref_rstd);

@@ -8,12 +8,14 @@
  * - rows 1000 only for cols <= 4097; cols >= 65536 only with rows 1 and 3;
  * - a call narrows the vector width to what its alignment allows (cols 1, 2, 3, 7, odd strides),
  *   and each width is a program of its own, which PoCL compiles slowly (about 0.2 s). A variant
- *   runs the shapes of its own width, and half of the variants also those of one narrower
- *   width, assigned in turn among those its shapes give; the other widths' shapes are left to
- *   the variants around it in the list;
- * - heavy (variant, shape) pairs (more than HEAVY_ELEMS elements, or more than HEAVY_ITEMS
- *   work-items launched) run with every HEAVY_STEP-th variant, starting at a different one for
- *   each shape; a variant that cannot take the shape passes its turn on.
+ *   runs the shapes of its own width, and a third of the variants (and those too short for any
+ *   shape at their own width) also those of one narrower width, assigned in turn among those
+ *   its shapes give; the other widths' shapes are left to the variants around it in the list;
+ * - heavy (variant, shape) pairs (more than HEAVY_ELEMS elements, HEAVY_ITEMS work-items or
+ *   HEAVY_GROUPS work-groups launched: PoCL pays for each) run with every HEAVY_STEP-th variant,
+ *   and those of LARGE_GRID work-items or more (PoCL compiles a kernel anew for them) with every
+ *   LARGE_STEP-th, starting at a different one for each shape; a variant that cannot take the
+ *   shape passes its turn on.
  * The dispatcher's own choice runs every shape.
  * Environment: CLNORM_TEST_QUICK=1 shrinks the sets (development only; the default is the full
  * run); CLNORM_TEST_VERBOSE=1 prints one line per shape; CLNORM_TEST_EXHAUSTIVE=1 runs every
@@ -36,8 +38,11 @@ static const size_t cols_quick[] = {1, 2, 7, 33, 128, 1000, 4097, 65536};
 static const size_t rows_quick[] = {1, 3, 64};
 
 #define HEAVY_ELEMS ((size_t)1 << 18)
-#define HEAVY_ITEMS ((size_t)1 << 16)
+#define HEAVY_ITEMS ((size_t)1 << 14)
+#define HEAVY_GROUPS 256
 #define HEAVY_STEP 3
+#define LARGE_GRID ((size_t)1 << 16)
+#define LARGE_STEP 8
 #define MAX_PRINTED_FAILURES 40
 #define MAX_REASONS 12
 #define MAX_SHAPES 80
@@ -70,7 +75,7 @@ static int fits(const clnorm_variant *v, const shape *s, unsigned w) {
   return per_item <= (size_t)v->hold * (v->vec / w);
 }
 
-/* The narrower width variant k also runs at: for half of the variants (drawn by a hash of k),
+/* The narrower width variant k also runs at: for a third of the variants (drawn by a hash of k),
  * and for those no shape runs at their own width (a short held row: tpr=1 vec=8 hold=1 takes at
  * most 8 columns), one of the widths below its own that its shapes give, in turn (mixed so that
  * neighbours in the list get different ones); 0 for none. */
@@ -79,7 +84,7 @@ static unsigned narrow_width(const clnorm_variant *v, size_t k, const shape *sha
   int own_width = 0;
   for (size_t i = 0; i < nshapes && !own_width; i++)
     own_width = call_width(v, &shapes[i]) == v->vec && fits(v, &shapes[i], v->vec);
-  if (own_width && ((((uint32_t)k * 2654435761u) >> 16) & 1))
+  if (own_width && (((uint32_t)k * 2654435761u) >> 16) % 3 != 0)
     return 0;
   unsigned widths[5], count = 0;
   for (unsigned w = 1; w < v->vec; w <<= 1)
@@ -91,9 +96,15 @@ static unsigned narrow_width(const clnorm_variant *v, size_t k, const shape *sha
   return count ? widths[(k + k / 8) % count] : 0;
 }
 
-static size_t items_launched(const clnorm_variant *v, const shape *s) {
+/* 1 for a pair every variant runs, else the step of the variants that run it. */
+static size_t pair_step(const clnorm_variant *v, const shape *s) {
   const size_t rows_per_group = v->wg / v->tpr;
-  return (s->rows + rows_per_group - 1) / rows_per_group * v->wg;
+  const size_t groups = (s->rows + rows_per_group - 1) / rows_per_group;
+  if (groups * v->wg >= LARGE_GRID)
+    return LARGE_STEP;
+  if (s->rows * s->cols > HEAVY_ELEMS || groups * v->wg > HEAVY_ITEMS || groups > HEAVY_GROUPS)
+    return HEAVY_STEP;
+  return 1;
 }
 
 typedef struct prebuild {
@@ -286,8 +297,9 @@ int main(int argc, char **argv) {
           t.trimmed++;
           continue;
         }
-        heavy = !exhaustive && (n > HEAVY_ELEMS || items_launched(v, &shapes[si]) > HEAVY_ITEMS);
-        if (heavy && !owed && (k + si) % HEAVY_STEP != 0) {
+        const size_t step = exhaustive ? 1 : pair_step(v, &shapes[si]);
+        heavy = step > 1;
+        if (heavy && !owed && (k + si) % step != 0) {
           t.trimmed++;
           continue;
         }
