@@ -10,11 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
   const char *sel = argc > 1 ? argv[1] : NULL;
@@ -74,16 +69,16 @@ int main(int argc, char **argv) {
   double diff[BATCHES], lib[BATCHES], rawt[BATCHES];
   for (int b = 0; b < BATCHES; b++) {
     clFinish(queue);
-    double t0 = now_seconds();
+    double t0 = tool_now();
     for (int i = 0; i < BATCH; i++)
       clEnqueueNDRangeKernel(queue, raw, 1, NULL, &global, &local, 0, NULL, NULL);
-    double t1 = now_seconds();
+    double t1 = tool_now();
     clFinish(queue);
-    double t2 = now_seconds();
+    double t2 = tool_now();
     for (int i = 0; i < BATCH; i++)
       if (clnorm_run(ctx, queue, &call, NULL, 0, NULL, NULL) != CLNORM_OK)
         return 1;
-    double t3 = now_seconds();
+    double t3 = tool_now();
     clFinish(queue);
     rawt[b] = (t1 - t0) / BATCH;
     lib[b] = (t3 - t2) / BATCH;

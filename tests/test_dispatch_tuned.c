@@ -86,17 +86,6 @@ static clnorm_ctx *make_ctx(env *e, const char *db_path) {
   return ctx;
 }
 
-static int contains_nocase(const char *hay, const char *needle) {
-  const size_t n = strlen(needle);
-  for (; *hay; hay++) {
-    size_t i = 0;
-    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-      i++;
-    if (i == n)
-      return 1;
-  }
-  return 0;
-}
 
 /* Trailing zero bits of cols capped at 4, as the dispatcher's nearest search groups them. */
 static unsigned divisibility(size_t cols) {
@@ -462,7 +451,7 @@ static int names_cause(const char *msg, const char *words) {
   snprintf(copy, sizeof copy, "%s", words);
   for (char *save = NULL, *word = strtok_r(copy, "|", &save); word;
        word = strtok_r(NULL, "|", &save))
-    if (contains_nocase(msg, word))
+    if (tool_contains_nocase(msg, word))
       return 1;
   return 0;
 }

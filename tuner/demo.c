@@ -93,26 +93,7 @@ static void parse_options(int argc, char **argv, options *o) {
   }
 }
 
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
-/* Writes s as a JSON string body (quotes and control characters escaped). */
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    const unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
 
 /* Everything one run of the demo holds on the device. */
 typedef struct demo {
@@ -421,7 +402,7 @@ static double time_op(demo *d, result *res, size_t pair) {
  * timed by its own profiling event; the first rounds warm up. Medians; GB/s from the bytes each
  * moves. */
 static void time_all(demo *d, result *res, size_t n, result *copy) {
-  const double start = now_seconds();
+  const double start = tool_now();
   size_t next = 0; /* consecutive runs take different pairs: no run reads what the last wrote */
   for (size_t round = 0; round < WARMUP_RUNS + MAX_RUNS; round++) {
     const int keep = round >= WARMUP_RUNS;
@@ -433,7 +414,7 @@ static void time_all(demo *d, result *res, size_t n, result *copy) {
     const double t = time_copy(d, round % d->copy_pairs);
     if (keep)
       copy->times[copy->runs++] = t;
-    if (copy->runs >= MIN_RUNS && now_seconds() - start > TIME_BUDGET_S)
+    if (copy->runs >= MIN_RUNS && tool_now() - start > TIME_BUDGET_S)
       break;
   }
   for (size_t i = 0; i < n; i++) {
@@ -490,11 +471,11 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       const result *r = &results[i];
       printf("{\"op\": ");
-      json_string(r->op);
+      tool_json_string(r->op);
       printf(", \"device\": ");
-      json_string(d.dev.name);
+      tool_json_string(d.dev.name);
       printf(", \"platform\": ");
-      json_string(d.dev.platform_name);
+      tool_json_string(d.dev.platform_name);
       printf(", \"dtype\": \"f32\", \"rows\": %zu, \"cols\": %zu, \"variant\": \"%s\", "
              "\"why\": \"%s\", \"runs\": %zu, \"median_us\": %.2f, \"gbps\": %.2f, "
              "\"copy_gbps\": %.2f, \"ratio\": %.3f, \"y_err\": %.3g, ",
@@ -506,9 +487,9 @@ int main(int argc, char **argv) {
              r->passed ? "pass" : "FAIL");
     }
     printf("{\"op\": \"copy\", \"device\": ");
-    json_string(d.dev.name);
+    tool_json_string(d.dev.name);
     printf(", \"platform\": ");
-    json_string(d.dev.platform_name);
+    tool_json_string(d.dev.platform_name);
     printf(", \"bytes\": %zu, \"runs\": %zu, \"median_us\": %.2f, \"gbps\": %.2f, "
            "\"ratio\": 1.000}\n",
            d.copy_bytes, copy.runs, copy.median_s * 1e6, copy_gbps);

@@ -28,11 +28,6 @@ static void on_sigint(int sig) {
   signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends at once; every stored result is kept */
 }
 
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void die(int code, const char *fmt, ...) {
   va_list args;
@@ -445,7 +440,7 @@ static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v
   double times[200], sorted[200];
   size_t n = 0;
   double prev = 0.0;
-  const double start = now_seconds();
+  const double start = tool_now();
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < 2 + 200; i++) {
     const clnorm_call call = shape_call(sh, i % sh->sets, 0);
@@ -473,7 +468,7 @@ static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v
     if (n >= 10 && n % 5 == 0) {
       memcpy(sorted, times, n * sizeof *times);
       const double med = tool_median(sorted, n);
-      if (fabs(med - prev) <= 0.01 * med || now_seconds() - start > 1.0)
+      if (fabs(med - prev) <= 0.01 * med || tool_now() - start > 1.0)
         break;
       prev = med;
     }
@@ -521,11 +516,11 @@ static void progress(search *se, const char *last) {
              text);
   }
   if (se->tty) {
-    const double elapsed = now_seconds() - se->run_start;
+    const double elapsed = tool_now() - se->run_start;
     const double per_shape = se->shape_index > 0 ? elapsed / (double)se->shape_index : 0.0;
     double eta = per_shape * (double)(se->shape_count - se->shape_index);
-    if (se->deadline > 0 && se->deadline - now_seconds() < eta)
-      eta = se->deadline - now_seconds();
+    if (se->deadline > 0 && se->deadline - tool_now() < eta)
+      eta = se->deadline - tool_now();
     const int width = 24;
     const int filled = (int)((double)width * (double)se->shape_index / (double)se->shape_count);
     fprintf(stderr, "\r\033[K[%.*s%*s] shape %zu/%zu %s %s %zux%zu cand %zu/%zu best %s ETA %.0fs",
@@ -626,7 +621,7 @@ static double evaluate(search *se, size_t i) {
 }
 
 static int out_of_time(const search *se) {
-  return interrupted || (se->deadline > 0 && now_seconds() > se->deadline);
+  return interrupted || (se->deadline > 0 && tool_now() > se->deadline);
 }
 
 /* Index of the candidate equal to v, or n. */
@@ -822,7 +817,7 @@ static int cmd_tune(const options *o) {
   se.o = o;
   se.tty = isatty(STDERR_FILENO) && !o->quiet;
   se.shape_count = nops * ndtypes * ncols * nrows;
-  se.run_start = now_seconds();
+  se.run_start = tool_now();
   se.deadline = o->budget > 0 ? se.run_start + o->budget : 0.0;
   clnorm_rng rng;
   clnorm_rng_seed(&rng, o->seed);
@@ -867,7 +862,7 @@ static int cmd_tune(const options *o) {
           /* the budget left is shared evenly by the shapes left */
           const double shape_deadline_save = se.deadline;
           if (se.deadline > 0)
-            se.deadline = now_seconds() + (se.deadline - now_seconds()) /
+            se.deadline = tool_now() + (se.deadline - tool_now()) /
                                               (double)(se.shape_count - se.shape_index);
           const size_t limit = (size_t)ceil(o->fraction * (double)se.n);
           if (strcmp(o->strategy, "exhaustive") == 0) {
@@ -897,7 +892,7 @@ done:
   if (se.tty)
     fprintf(stderr, "\n");
   printf("normtune: %zu shapes tuned, %zu skipped, %zu evaluations in %.1f s; results in %s\n",
-         tuned, skipped, se.total_evals, now_seconds() - se.run_start, path);
+         tuned, skipped, se.total_evals, tool_now() - se.run_start, path);
   free(all);
   free(cand);
   clnorm__db_close(db);
@@ -942,20 +937,6 @@ typedef struct show_state {
   char last_name[256], last_driver[256];
 } show_state;
 
-/* Writes s as a JSON string literal. */
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    const unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
 
 /* Writes v as a JSON number, or null when it is not finite. */
 static void json_number(const char *format, double v) {
@@ -973,9 +954,9 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   clnorm_variant_format(&r->variant, text, sizeof text);
   if (st->json) {
     printf("%s{\"device\": ", st->first ? "" : ",\n");
-    json_string(dev->name);
+    tool_json_string(dev->name);
     printf(", \"driver\": ");
-    json_string(dev->driver_version);
+    tool_json_string(dev->driver_version);
     printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
            "\"rows\": %llu, \"variant\": \"%s\", \"median_s\": ",
            op_name(r->op), dtype_name(r->dtype), (unsigned long long)r->cols, r->row_class,

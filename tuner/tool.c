@@ -1,9 +1,11 @@
+#define _POSIX_C_SOURCE 200809L
 #include "tool.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 size_t tool_devices(tool_device *out, size_t cap) {
   cl_uint nplat = 0;
@@ -42,7 +44,7 @@ size_t tool_devices(tool_device *out, size_t cap) {
   return n;
 }
 
-static int contains_nocase(const char *hay, const char *needle) {
+int tool_contains_nocase(const char *hay, const char *needle) {
   const size_t n = strlen(needle);
   for (; *hay; hay++) {
     size_t i = 0;
@@ -88,7 +90,8 @@ int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_si
     return 0;
   }
   for (size_t i = 0; i < shown; i++)
-    if (contains_nocase(devs[i].name, sel) || contains_nocase(devs[i].platform_name, sel)) {
+    if (tool_contains_nocase(devs[i].name, sel) ||
+        tool_contains_nocase(devs[i].platform_name, sel)) {
       *out = devs[i];
       return 1;
     }
@@ -200,4 +203,24 @@ double tool_op_bytes(const clnorm_call *call) {
   bytes += (call->mean ? 1.0 : 0.0) * (double)call->rows * 4.0;
   bytes += (call->rstd ? 1.0 : 0.0) * (double)call->rows * 4.0;
   return bytes;
+}
+
+double tool_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void tool_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    const unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
 }

@@ -39,6 +39,16 @@ double tool_median(double *values, size_t n);
 double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
                       size_t bytes, char *err, size_t err_size);
 
+/* Monotonic time in seconds. */
+double tool_now(void);
+
+/* Writes s to standard output as a JSON string literal (quotes and control characters
+ * escaped). */
+void tool_json_string(const char *s);
+
+/* Whether needle occurs in hay, ignoring ASCII case. */
+int tool_contains_nocase(const char *hay, const char *needle);
+
 /* Bytes an op must move: x read once, y written once, gamma/beta read, mean/rstd written. */
 double tool_op_bytes(const clnorm_call *call);
 
