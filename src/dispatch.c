@@ -101,24 +101,27 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
   /* Tuned, nearest tuned and built-in entries, in order; each re-checked against the device
    * and the call. Entries are copied under the lock: the table may be replaced meanwhile. */
   const unsigned row_class = clnorm__row_class(call->rows);
+  static const clnorm_choice reasons[4] = {CLNORM_CHOICE_TUNED, CLNORM_CHOICE_NEAREST,
+                                           CLNORM_CHOICE_BUILTIN, CLNORM_CHOICE_BUILTIN};
+  clnorm_variant found[4];
+  int have[4] = {0, 0, 0, 0};
+  pthread_mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int source = 0; source < 4; source++) {
-    clnorm_variant v;
-    int found = 0;
-    pthread_mutex_lock(&ctx->lock);
-    const clnorm_tuned *table = source < 2 ? ctx->tuned : ctx->builtin;
-    const size_t count = source < 2 ? ctx->tuned_count : ctx->builtin_count;
-    const clnorm_tuned *t = clnorm__tuned_find(table, count, call->op, call->dtype, call->cols,
-                                               row_class, source % 2 == 0, 0);
+    const clnorm_tuned *t = clnorm__tuned_find(source < 2 ? ctx->tuned : ctx->builtin,
+                                               source < 2 ? ctx->tuned_count : ctx->builtin_count,
+                                               call->op, call->dtype, call->cols, row_class,
+                                               source % 2 == 0);
     if (t) {
-      v = t->variant;
-      found = 1;
+      found[source] = t->variant;
+      have[source] = 1;
     }
-    pthread_mutex_unlock(&ctx->lock);
-    if (!found)
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  for (int source = 0; source < 4; source++) {
+    if (!have[source])
       continue;
-    *why = source == 0 ? CLNORM_CHOICE_TUNED : source == 1 ? CLNORM_CHOICE_NEAREST
-                                                           : CLNORM_CHOICE_BUILTIN;
-    if (usable(ctx, call, &v, eff) == CLNORM_OK &&
+    *why = reasons[source];
+    if (usable(ctx, call, &found[source], eff) == CLNORM_OK &&
         clnorm__program_get(ctx, call->op, call->dtype, eff, prog) == CLNORM_OK)
       return CLNORM_OK;
     if (ctx->log_info)

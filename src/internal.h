@@ -113,7 +113,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path);
 void clnorm__builtin_load(clnorm_ctx *ctx);
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
                                        clnorm_dtype dtype, size_t cols, unsigned row_class,
-                                       int exact, size_t skip);
+                                       int exact);
 void clnorm__tuning_free(clnorm_ctx *ctx);
 
 /* validate.c */

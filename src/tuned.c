@@ -61,39 +61,28 @@ static double log_distance(size_t a, size_t b) {
 }
 
 /* exact: the entry of exactly this shape, or NULL. Otherwise the entry of the same op, dtype,
- * row class and divisibility with the nearest cols (by ratio), skipping the `skip` nearest. */
+ * row class and divisibility with the nearest cols (by ratio; the first such on a tie). */
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
                                        clnorm_dtype dtype, size_t cols, unsigned row_class,
-                                       int exact, size_t skip) {
+                                       int exact) {
   const clnorm_tuned key = {op, dtype, cols, row_class, {0, 0, 0, 0, 0, 0}};
   if (exact)
-    return bsearch(&key, table, count, sizeof *table, tuned_cmp);
+    return count ? bsearch(&key, table, count, sizeof *table, tuned_cmp) : NULL;
   const unsigned want = divisibility(cols);
-  double last = 0.0;
-  const clnorm_tuned *last_pick = NULL;
-  for (size_t round = 0; round <= skip; round++) {
-    const clnorm_tuned *best = NULL;
-    double best_d = 0.0;
-    for (size_t i = 0; i < count; i++) {
-      const clnorm_tuned *t = &table[i];
-      if (t->op != op || t->dtype != dtype || t->row_class != row_class || t->cols == cols ||
-          divisibility(t->cols) != want)
-        continue;
-      const double d = log_distance(t->cols, cols);
-      /* strictly after the previous pick in (distance, address) order */
-      if (last_pick && (d < last || (d == last && t <= last_pick)))
-        continue;
-      if (!best || d < best_d) {
-        best = t;
-        best_d = d;
-      }
+  const clnorm_tuned *best = NULL;
+  double best_d = 0.0;
+  for (size_t i = 0; i < count; i++) {
+    const clnorm_tuned *t = &table[i];
+    if (t->op != op || t->dtype != dtype || t->row_class != row_class || t->cols == cols ||
+        divisibility(t->cols) != want)
+      continue;
+    const double d = log_distance(t->cols, cols);
+    if (!best || d < best_d) {
+      best = t;
+      best_d = d;
     }
-    if (!best)
-      return NULL;
-    last = best_d;
-    last_pick = best;
   }
-  return last_pick;
+  return best;
 }
 
 clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
