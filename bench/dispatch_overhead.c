@@ -34,14 +34,19 @@ int main(int argc, char **argv) {
   cl_mem y = clCreateBuffer(context, CL_MEM_READ_WRITE, rows * cols * 4, NULL, &e);
   const float one = 1.0f;
   clEnqueueFillBuffer(queue, x, &one, 4, 0, rows * cols * 4, 0, NULL, NULL);
-  const clnorm_call call = {CLNORM_OP_LAYERNORM, rows, cols, CLNORM_F32, 1e-5f, {x, 0, 0},
-                            {y, 0, 0}, NULL, NULL, NULL, NULL};
+  const clnorm_call call = {.op = CLNORM_OP_LAYERNORM,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = CLNORM_F32,
+                            .eps = 1e-5f,
+                            .x = {x, 0, 0},
+                            .y = {y, 0, 0}};
   clnorm_variant v;
   clnorm_choose(ctx, &call, &v, NULL);
   clnorm_program *prog;
   cl_kernel raw;
-  if (clnorm__program_get(ctx, call.op, call.dtype, &v, &prog) != CLNORM_OK ||
-      clnorm__kernel_take(ctx, prog, call.op, &raw) != CLNORM_OK) {
+  if (clnorm__program_get(ctx, call.op, call.dtype, &v, 0, &prog) != CLNORM_OK ||
+      clnorm__kernel_take(ctx, prog, call.op, 0, &raw) != CLNORM_OK) {
     fprintf(stderr, "dispatch_overhead: %s\n", clnorm_ctx_errmsg(ctx));
     return 1;
   }
@@ -92,7 +97,7 @@ int main(int argc, char **argv) {
          "difference (median of %d batches of %d) %.3f us\n",
          tool_median(rawt, BATCHES) * 1e6, tool_median(lib, BATCHES) * 1e6, BATCHES, BATCH,
          tool_median(diff, BATCHES) * 1e6);
-  clnorm__kernel_give(ctx, prog, raw);
+  clnorm__kernel_give(ctx, prog, 0, raw);
   clReleaseMemObject(x);
   clReleaseMemObject(y);
   clnorm_ctx_destroy(ctx);

@@ -19,6 +19,12 @@
 #ifndef STATS /* 0 Welford/Chan, 1 two-pass */
 #define STATS 0
 #endif
+#ifndef DTYPE /* storage type of the rows, gamma and beta: 0 float, 1 half, 2 bfloat16 */
+#define DTYPE 0
+#endif
+#ifndef ADD /* 1: the row is x + residual (rounded to the storage type) */
+#define ADD 0
+#endif
 
 #define RPG (WG / TPR) /* rows per work-group */
 
@@ -26,23 +32,102 @@
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 #endif
 
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
 #if VEC == 1
 typedef float floatv;
+typedef uint uintv;
+typedef ushort ushortv;
 #define HSUM(v) (v)
+#define VSUFFIX
 #elif VEC == 2
 typedef float2 floatv;
+typedef uint2 uintv;
+typedef ushort2 ushortv;
 #define HSUM(v) ((v).s0 + (v).s1)
+#define VSUFFIX 2
 #elif VEC == 4
 typedef float4 floatv;
+typedef uint4 uintv;
+typedef ushort4 ushortv;
 #define HSUM(v) (((v).s0 + (v).s1) + ((v).s2 + (v).s3))
+#define VSUFFIX 4
 #elif VEC == 8
 typedef float8 floatv;
+typedef uint8 uintv;
+typedef ushort8 ushortv;
 #define HSUM(v) hsum4((v).lo + (v).hi)
+#define VSUFFIX 8
 #elif VEC == 16
 typedef float16 floatv;
+typedef uint16 uintv;
+typedef ushort16 ushortv;
 #define HSUM(v) hsum4(((v).lo.lo + (v).lo.hi) + ((v).hi.lo + (v).hi.hi))
+#define VSUFFIX 16
 #else
 #error "VEC must be 1, 2, 4, 8 or 16"
+#endif
+
+/* Storage types. Rows, gamma and beta are `stype` in global memory and floats in registers:
+ * loads convert to float, stores round to nearest even (NaN stays NaN). half is used only
+ * through vload_half/vstore_half, which are core OpenCL (no cl_khr_fp16 needed). */
+#if DTYPE == 0
+typedef float stype;
+#define LOAD1(p, i) ((p)[(i)])
+#define STORE1(p, i, v) ((p)[(i)] = (v))
+#define LOADV(p, i) (((__global const floatv *)(p))[(i)])
+#define STOREV(p, i, v) (((__global floatv *)(p))[(i)] = (v))
+#define ROUND1(v) (v)
+#define ROUNDV(v) (v)
+#elif DTYPE == 1
+typedef half stype;
+#define LOAD1(p, i) vload_half((i), (p))
+#define STORE1(p, i, v) vstore_half_rte((v), (i), (p))
+#if VEC == 1
+#define LOADV(p, i) vload_half((i), (p))
+#define STOREV(p, i, v) vstore_half_rte((v), (i), (p))
+#else /* the host keeps every row start aligned to VEC elements */
+#define LOADV(p, i) CAT(vloada_half, VEC)((i), (p))
+#define STOREV(p, i, v) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
+#endif
+/* The float nearest to v among half's values (ties to even), as vstore_half_rte rounds. */
+#define HALF_ROUND(T, UT, AS_U, AS_F, v)                                                           \
+  {                                                                                                \
+    const UT b = AS_U(v);                                                                          \
+    /* normal halves: keep 10 fraction bits; subnormal ones: multiples of 2^-24 */                 \
+    const T normal = AS_F((b + (UT)0xFFFu + ((b >> 13) & (UT)1u)) & (UT)0xFFFFE000u);              \
+    const T subnormal = rint((v) * 16777216.0f) * (1.0f / 16777216.0f);                            \
+    T r = fabs(v) < 6.103515625e-05f ? subnormal : normal;                                         \
+    r = fabs(r) > 65504.0f ? copysign((T)INFINITY, (v)) : r;                                       \
+    return isnan(v) ? (v) : r;                                                                     \
+  }
+inline float round1(float v) HALF_ROUND(float, uint, as_uint, as_float, v)
+inline floatv roundv(floatv v)
+    HALF_ROUND(floatv, uintv, CAT(as_uint, VSUFFIX), CAT(as_float, VSUFFIX), v)
+#define ROUND1(v) round1(v)
+#define ROUNDV(v) roundv(v)
+#elif DTYPE == 2
+typedef ushort stype;
+/* bfloat16: the upper half of a float's bits, rounded to nearest even; NaN kept quiet. */
+#define BF16_BITS(T, UT, AS_U, v)                                                                  \
+  {                                                                                                \
+    const UT b = AS_U(v);                                                                          \
+    const UT r = (b + (UT)0x7FFFu + ((b >> 16) & (UT)1u)) & (UT)0xFFFF0000u;                       \
+    return isnan(v) ? (b | (UT)0x00400000u) & (UT)0xFFFF0000u : r;                                 \
+  }
+inline uint bf16_bits1(float v) BF16_BITS(float, uint, as_uint, v)
+inline uintv bf16_bitsv(floatv v) BF16_BITS(floatv, uintv, CAT(as_uint, VSUFFIX), v)
+#define LOAD1(p, i) as_float((uint)(p)[(i)] << 16)
+#define STORE1(p, i, v) ((p)[(i)] = (ushort)(bf16_bits1(v) >> 16))
+#define LOADV(p, i)                                                                                \
+  CAT(as_float, VSUFFIX)(CAT(convert_uint, VSUFFIX)(((__global const ushortv *)(p))[(i)]) << 16)
+#define STOREV(p, i, v)                                                                            \
+  (((__global ushortv *)(p))[(i)] = CAT(convert_ushort, VSUFFIX)(bf16_bitsv(v) >> 16))
+#define ROUND1(v) as_float(bf16_bits1(v))
+#define ROUNDV(v) CAT(as_float, VSUFFIX)(bf16_bitsv(v))
+#else
+#error "DTYPE must be 0, 1 or 2"
 #endif
 
 inline float hsum4(float4 v) { return (v.s0 + v.s1) + (v.s2 + v.s3); }
@@ -217,10 +302,16 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #endif
 }
 
-/* Loads and stores of the row: `row` points at element 0 of the row and is VEC-aligned (the host
- * narrows VEC until every row start is). */
-#define LOADV(row, i) (((__global const floatv *)(row))[(i)])
-#define STOREV(row, i, v) (((__global floatv *)(row))[(i)] = (v))
+/* The row's values: x, or x + residual rounded to the storage type (fused residual add). `xr`
+ * and `rr` point at element 0 of the row and are VEC-aligned (the host narrows VEC until every
+ * row start is). */
+#if ADD
+#define SRCV(i) ROUNDV(LOADV(xr, (i)) + LOADV(rr, (i)))
+#define SRC1(i) ROUND1(LOAD1(xr, (i)) + LOAD1(rr, (i)))
+#else
+#define SRCV(i) LOADV(xr, (i))
+#define SRC1(i) LOAD1(xr, (i))
+#endif
 
 /* Iteration over the work-item's vectors of the row: i is the vector index in the row, k the
  * slot in private memory when the row is held. */
@@ -230,12 +321,12 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
     if (i < (nv))
 #define HELD_DECL floatv held[HOLD]
 #define HELD_PUT(k, v) (held[(k)] = (v))
-#define HELD_GET(row, i, k) (held[(k)])
+#define HELD_GET(i, k) (held[(k)])
 #else
 #define FOR_VECS(i, k, nv) for (uint i = lane, k = 0; i < (nv); i += TPR, k++)
 #define HELD_DECL
 #define HELD_PUT(k, v) ((void)(k))
-#define HELD_GET(row, i, k) LOADV(row, i)
+#define HELD_GET(i, k) SRCV(i)
 #endif
 
 /* Bits of the kernels' `flags` argument: which optional buffers were given. */
@@ -243,3 +334,6 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #define HAS_BETA 2u
 #define HAS_MEAN 4u
 #define HAS_RSTD 8u
+#define HAS_SUM 16u
+#define HAS_DGAMMA 32u
+#define HAS_DBETA 64u

@@ -1,9 +1,12 @@
-/* LayerNorm forward. One row per TPR work-items; RPG rows per work-group. Statistics are taken
+/* LayerNorm forward, and the fused residual add (ADD) before it. One row per TPR work-items;
+ * RPG rows per work-group. Statistics are taken
  * of d = x - pivot (the row's first element), so that x - mean stays exact for rows far from
  * zero; mean = pivot + mean(d). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-layernorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
-              __global const float *gamma, __global const float *beta, __global float *y,
+layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
+              __global const stype *res, const ulong r_off, const ulong r_stride,
+              __global stype *sum_out, const ulong s_off, const ulong s_stride,
+              __global const stype *gamma, __global const stype *beta, __global stype *y,
               const ulong y_off, const ulong y_stride, __global float *mean_out,
               __global float *rstd_out, const ulong rows, const uint cols, const float eps,
               const uint flags) {
@@ -14,117 +17,142 @@ layernorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
 #endif
   const uint lid = get_local_id(0);
   const uint lane = lid % TPR;
-  const ulong row = (ulong)get_group_id(0) * RPG + lid / TPR;
-  /* Work-items past the last row still take part in the barriers of the reductions. */
-  const bool active = row < rows;
-  const uint nvec = active ? cols / VEC : 0;
-  const uint ncols = active ? cols : 0;
-  __global const float *xr = x + x_off + (active ? row : 0) * x_stride;
-  const float pivot = active ? xr[0] : 0.0f;
-  HELD_DECL;
+  /* Block b of RPG rows; a group takes blocks g, g + groups, ...: one block per group when
+   * the grid covers the rows, fewer groups than blocks where the host keeps the grid
+   * fixed (PoCL before 6: docs/DEVICES.md). The condition is the same for the whole group,
+   * so every work-item meets the same barriers. */
+  for (ulong b = get_group_id(0); b * RPG < rows; b += get_num_groups(0)) {
+    const ulong row = b * RPG + lid / TPR;
+    /* Work-items past the last row still take part in the barriers of the reductions. */
+    const bool active = row < rows;
+    const uint nvec = active ? cols / VEC : 0;
+    const uint ncols = active ? cols : 0;
+    __global const stype *xr = x + x_off + (active ? row : 0) * x_stride;
+#if ADD
+    __global const stype *rr = res + r_off + (active ? row : 0) * r_stride;
+#endif
+    const float pivot = active ? SRC1(0) : 0.0f;
+    HELD_DECL;
 
 #if STATS == 0
-  /* Welford over blocks of at most 256 vectors, each block merged into the running statistics
-   * (Chan): a work-item may own a million elements, and one long Welford recurrence drifts by
-   * about 1e-4 over that many updates. */
-  floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;
-  float wn = 0.0f, bn = 0.0f;
-  FOR_VECS(i, k, nvec) {
-    const floatv xv = LOADV(xr, i);
-    HELD_PUT(k, xv);
-    const floatv d = xv - pivot;
-    bn += 1.0f;
-    const floatv delta = d - bmean;
-    bmean += delta * (1.0f / bn); /* one division per vector, not one per lane */
-    bm2 += delta * (d - bmean);
-    if (bn == 256.0f) {
+    /* Welford over blocks of at most 256 vectors, each block merged into the running statistics
+     * (Chan): a work-item may own a million elements, and one long Welford recurrence drifts by
+     * about 1e-4 over that many updates. */
+    floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;
+    float wn = 0.0f, bn = 0.0f;
+    FOR_VECS(i, k, nvec) {
+      const floatv xv = SRCV(i);
+      HELD_PUT(k, xv);
+      const floatv d = xv - pivot;
+      bn += 1.0f;
+      const floatv delta = d - bmean;
+      bmean += delta * (1.0f / bn); /* one division per vector, not one per lane */
+      bm2 += delta * (d - bmean);
+      if (bn == 256.0f) {
+        const float n = wn + bn;
+        const floatv dm = bmean - wmean;
+        wmean += dm * (bn / n);
+        wm2 += bm2 + dm * dm * (wn * bn / n);
+        wn = n;
+        bn = 0.0f;
+        bmean = 0.0f;
+        bm2 = 0.0f;
+      }
+    }
+    if (bn > 0.0f) {
       const float n = wn + bn;
       const floatv dm = bmean - wmean;
       wmean += dm * (bn / n);
       wm2 += bm2 + dm * dm * (wn * bn / n);
       wn = n;
-      bn = 0.0f;
-      bmean = 0.0f;
-      bm2 = 0.0f;
     }
-  }
-  if (bn > 0.0f) {
-    const float n = wn + bn;
-    const floatv dm = bmean - wmean;
-    wmean += dm * (bn / n);
-    wm2 += bm2 + dm * dm * (wn * bn / n);
-    wn = n;
-  }
-  /* Every lane of the vector saw wn values: merge the lanes, then the scalar tail. */
-  stats_t st;
-  st.n = wn * VEC;
-  st.mean = HSUM(wmean) / VEC;
-  const floatv dm = wmean - st.mean;
-  st.m2 = HSUM(wm2) + wn * HSUM(dm * dm);
-  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-    const float d = xr[i] - pivot;
-    st.n += 1.0f;
-    const float delta = d - st.mean;
-    st.mean += delta / st.n;
-    st.m2 += delta * (d - st.mean);
-  }
-  st = row_stats(st, scratch);
-  float mean_d = st.mean;
-  const float var = st.m2 / (float)cols;
+    /* Every lane of the vector saw wn values: merge the lanes, then the scalar tail. */
+    stats_t st;
+    st.n = wn * VEC;
+    st.mean = HSUM(wmean) / VEC;
+    const floatv dm = wmean - st.mean;
+    st.m2 = HSUM(wm2) + wn * HSUM(dm * dm);
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float d = SRC1(i) - pivot;
+      st.n += 1.0f;
+      const float delta = d - st.mean;
+      st.mean += delta / st.n;
+      st.m2 += delta * (d - st.mean);
+    }
+    st = row_stats(st, scratch);
+    float mean_d = st.mean;
+    const float var = st.m2 / (float)cols;
 #else
-  floatv acc = 0.0f;
-  FOR_VECS(i, k, nvec) {
-    const floatv xv = LOADV(xr, i);
-    HELD_PUT(k, xv);
-    acc += xv - pivot;
-  }
-  float sum = HSUM(acc);
-  for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
-    sum += xr[i] - pivot;
-  float mean_d = row_sum(sum, scratch) / (float)cols;
-  floatv acc2 = 0.0f;
-  FOR_VECS(i, k, nvec) {
-    const floatv dd = HELD_GET(xr, i, k) - pivot - mean_d;
-    acc2 += dd * dd;
-  }
-  float sq = HSUM(acc2);
-  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-    const float dd = xr[i] - pivot - mean_d;
-    sq += dd * dd;
-  }
-  const float var = row_sum(sq, scratch) / (float)cols;
+    floatv acc = 0.0f;
+    FOR_VECS(i, k, nvec) {
+      const floatv xv = SRCV(i);
+      HELD_PUT(k, xv);
+      acc += xv - pivot;
+    }
+    float sum = HSUM(acc);
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
+      sum += SRC1(i) - pivot;
+    float mean_d = row_sum(sum, scratch) / (float)cols;
+    floatv acc2 = 0.0f;
+    FOR_VECS(i, k, nvec) {
+      const floatv dd = HELD_GET(i, k) - pivot - mean_d;
+      acc2 += dd * dd;
+    }
+    float sq = HSUM(acc2);
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float dd = SRC1(i) - pivot - mean_d;
+      sq += dd * dd;
+    }
+    const float var = row_sum(sq, scratch) / (float)cols;
 #endif
 
-  float rstd = rsqrt(var + eps);
-  if (!isfinite(mean_d) || !isfinite(var)) { /* a NaN or Inf in the row: all of it is NaN */
-    rstd = NAN;
-    mean_d = NAN;
-  }
-  if (!active)
-    return;
-  const ulong r = row;
-  if (lane == 0) {
-    if (flags & HAS_MEAN)
-      mean_out[r] = pivot + mean_d;
-    if (flags & HAS_RSTD)
-      rstd_out[r] = rstd;
-  }
-  __global float *yr = y + y_off + r * y_stride;
-  const bool has_gamma = (flags & HAS_GAMMA) != 0, has_beta = (flags & HAS_BETA) != 0;
-  FOR_VECS(i, k, nvec) {
-    floatv o = (HELD_GET(xr, i, k) - pivot - mean_d) * rstd;
-    if (has_gamma)
-      o *= LOADV(gamma, i);
-    if (has_beta)
-      o += LOADV(beta, i);
-    STOREV(yr, i, o);
-  }
-  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-    float o = (xr[i] - pivot - mean_d) * rstd;
-    if (has_gamma)
-      o *= gamma[i];
-    if (has_beta)
-      o += beta[i];
-    yr[i] = o;
+    float rstd = rsqrt(var + eps);
+    if (!isfinite(mean_d) || !isfinite(var)) { /* a NaN or Inf in the row: all of it is NaN */
+      rstd = NAN;
+      mean_d = NAN;
+    }
+    if (!active)
+      continue;
+    const ulong r = row;
+    if (lane == 0) {
+      if (flags & HAS_MEAN)
+        mean_out[r] = pivot + mean_d;
+      if (flags & HAS_RSTD)
+        rstd_out[r] = rstd;
+    }
+    __global stype *yr = y + y_off + r * y_stride;
+#if ADD
+    __global stype *sr = sum_out + s_off + r * s_stride;
+    const bool has_sum = (flags & HAS_SUM) != 0;
+#endif
+    const bool has_gamma = (flags & HAS_GAMMA) != 0, has_beta = (flags & HAS_BETA) != 0;
+    /* Every element is read (when not held) before it is written, by the same work-item: y and
+     * sum_out may be x or the residual. */
+    FOR_VECS(i, k, nvec) {
+      const floatv h = HELD_GET(i, k);
+      floatv o = (h - pivot - mean_d) * rstd;
+      if (has_gamma)
+        o *= LOADV(gamma, i);
+      if (has_beta)
+        o += LOADV(beta, i);
+#if ADD
+      if (has_sum)
+        STOREV(sr, i, h);
+#endif
+      STOREV(yr, i, o);
+    }
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float h = SRC1(i);
+      float o = (h - pivot - mean_d) * rstd;
+      if (has_gamma)
+        o *= LOAD1(gamma, i);
+      if (has_beta)
+        o += LOAD1(beta, i);
+#if ADD
+      if (has_sum)
+        STORE1(sr, i, h);
+#endif
+      STORE1(yr, i, o);
+    }
   }
 }

@@ -1,9 +1,12 @@
-/* RMSNorm forward. One row per TPR work-items; RPG rows per work-group. */
+/* RMSNorm forward, and the fused residual add (ADD) before it. One row per TPR work-items;
+ * RPG rows per work-group. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-rmsnorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
-            __global const float *gamma, __global float *y, const ulong y_off,
-            const ulong y_stride, __global float *rstd_out, const ulong rows, const uint cols,
-            const float eps, const uint flags) {
+rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
+            __global const stype *res, const ulong r_off, const ulong r_stride,
+            __global stype *sum_out, const ulong s_off, const ulong s_stride,
+            __global const stype *gamma, __global stype *y, const ulong y_off, const ulong y_stride,
+            __global float *rstd_out, const ulong rows, const uint cols, const float eps,
+            const uint flags) {
 #if TPR > 1
   __local float scratch[WG];
 #else
@@ -11,56 +14,83 @@ rmsnorm_fwd(__global const float *x, const ulong x_off, const ulong x_stride,
 #endif
   const uint lid = get_local_id(0);
   const uint lane = lid % TPR;
-  const ulong row = (ulong)get_group_id(0) * RPG + lid / TPR;
-  const bool active = row < rows;
-  const uint nvec = active ? cols / VEC : 0;
-  const uint ncols = active ? cols : 0;
-  __global const float *xr = x + x_off + (active ? row : 0) * x_stride;
-  HELD_DECL;
+  /* Block b of RPG rows; a group takes blocks g, g + groups, ...: one block per group when
+   * the grid covers the rows, fewer groups than blocks where the host keeps the grid
+   * fixed (PoCL before 6: docs/DEVICES.md). The condition is the same for the whole group,
+   * so every work-item meets the same barriers. */
+  for (ulong b = get_group_id(0); b * RPG < rows; b += get_num_groups(0)) {
+    const ulong row = b * RPG + lid / TPR;
+    const bool active = row < rows;
+    const uint nvec = active ? cols / VEC : 0;
+    const uint ncols = active ? cols : 0;
+    __global const stype *xr = x + x_off + (active ? row : 0) * x_stride;
+#if ADD
+    __global const stype *rr = res + r_off + (active ? row : 0) * r_stride;
+#endif
+    HELD_DECL;
 
-  /* Blocked sum with the blocks added by Kahan summation: a work-item may own a million
-   * elements (one work-item per row), and one float accumulator would lose about 1e-5 over that
-   * many additions. */
-  floatv acc = 0.0f, comp = 0.0f, block = 0.0f;
-  uint in_block = 0;
-  FOR_VECS(i, k, nvec) {
-    const floatv xv = LOADV(xr, i);
-    HELD_PUT(k, xv);
-    block += xv * xv;
-    if (++in_block == 256) {
-      const floatv yk = block - comp;
-      const floatv t = acc + yk;
-      comp = (t - acc) - yk;
-      acc = t;
-      block = 0.0f;
-      in_block = 0;
+    /* Blocked sum with the blocks added by Kahan summation: a work-item may own a million
+     * elements (one work-item per row), and one float accumulator would lose about 1e-5 over that
+     * many additions. */
+    floatv acc = 0.0f, comp = 0.0f, block = 0.0f;
+    uint in_block = 0;
+    FOR_VECS(i, k, nvec) {
+      const floatv xv = SRCV(i);
+      HELD_PUT(k, xv);
+      block += xv * xv;
+      if (++in_block == 256) {
+        const floatv yk = block - comp;
+        const floatv t = acc + yk;
+        comp = (t - acc) - yk;
+        acc = t;
+        block = 0.0f;
+        in_block = 0;
+      }
     }
-  }
-  acc += block - comp;
-  float sq = HSUM(acc);
-  for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
-    sq += xr[i] * xr[i];
-  sq = row_sum(sq, scratch);
-  float rstd = rsqrt(sq / (float)cols + eps);
-  if (!isfinite(sq)) /* a NaN or Inf in the row: all of it is NaN */
-    rstd = NAN;
-  if (!active)
-    return;
-  const ulong r = row;
-  if (lane == 0 && (flags & HAS_RSTD))
-    rstd_out[r] = rstd;
-  __global float *yr = y + y_off + r * y_stride;
-  const bool has_gamma = (flags & HAS_GAMMA) != 0;
-  FOR_VECS(i, k, nvec) {
-    floatv o = HELD_GET(xr, i, k) * rstd;
-    if (has_gamma)
-      o *= LOADV(gamma, i);
-    STOREV(yr, i, o);
-  }
-  for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-    float o = xr[i] * rstd;
-    if (has_gamma)
-      o *= gamma[i];
-    yr[i] = o;
+    acc += block - comp;
+    float sq = HSUM(acc);
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float h = SRC1(i);
+      sq += h * h;
+    }
+    sq = row_sum(sq, scratch);
+    float rstd = rsqrt(sq / (float)cols + eps);
+    if (!isfinite(sq)) /* a NaN or Inf in the row: all of it is NaN */
+      rstd = NAN;
+    if (!active)
+      continue;
+    const ulong r = row;
+    if (lane == 0 && (flags & HAS_RSTD))
+      rstd_out[r] = rstd;
+    __global stype *yr = y + y_off + r * y_stride;
+#if ADD
+    __global stype *sr = sum_out + s_off + r * s_stride;
+    const bool has_sum = (flags & HAS_SUM) != 0;
+#endif
+    const bool has_gamma = (flags & HAS_GAMMA) != 0;
+    /* Every element is read (when not held) before it is written, by the same work-item: y and
+     * sum_out may be x or the residual. */
+    FOR_VECS(i, k, nvec) {
+      const floatv h = HELD_GET(i, k);
+      floatv o = h * rstd;
+      if (has_gamma)
+        o *= LOADV(gamma, i);
+#if ADD
+      if (has_sum)
+        STOREV(sr, i, h);
+#endif
+      STOREV(yr, i, o);
+    }
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float h = SRC1(i);
+      float o = h * rstd;
+      if (has_gamma)
+        o *= LOAD1(gamma, i);
+#if ADD
+      if (has_sum)
+        STORE1(sr, i, h);
+#endif
+      STORE1(yr, i, o);
+    }
   }
 }

@@ -27,6 +27,12 @@ extern "C" {
 #define CLNORM_VERSION_MAJOR 0
 #define CLNORM_VERSION_MINOR 1
 #define CLNORM_VERSION_PATCH 0
+/* The same version as text, and as one unsigned number (MAJOR * 10000 + MINOR * 100 + PATCH,
+ * so versions compare with <, in #if too). CMake's configure step checks that these four macros
+ * agree with its project(VERSION). */
+#define CLNORM_VERSION_STRING "0.1.0"
+#define CLNORM_VERSION_NUMBER                                                                      \
+  (CLNORM_VERSION_MAJOR * 10000u + CLNORM_VERSION_MINOR * 100u + CLNORM_VERSION_PATCH)
 
 typedef struct clnorm_ctx clnorm_ctx;
 
@@ -41,6 +47,9 @@ typedef enum clnorm_status {
   CLNORM_E_DB = 6 /* tuning database problem */
 } clnorm_status;
 
+/* Storage types of x, y, gamma, beta, residual, sum_out, dy, dx, dgamma and dbeta; all arithmetic
+ * is float32, and mean and rstd are always float32. F16 is IEEE binary16 (no cl_khr_fp16 needed),
+ * BF16 the upper 16 bits of a float32; results are rounded to nearest even, NaN stays NaN. */
 typedef enum clnorm_dtype { CLNORM_F32 = 0, CLNORM_F16 = 1, CLNORM_BF16 = 2 } clnorm_dtype;
 
 typedef struct clnorm_rows { /* a rows x cols row-major matrix inside a buffer */
@@ -51,6 +60,13 @@ typedef struct clnorm_rows { /* a rows x cols row-major matrix inside a buffer *
 
 /* The library's version as "MAJOR.MINOR.PATCH"; static text. */
 CLNORM_API const char *clnorm_version(void);
+
+/* The version of the library that is running, which may differ from the header's
+ * CLNORM_VERSION_STRING when a program meets another build of the shared library.
+ * clnorm_version_string() is static text, never NULL (the same as clnorm_version());
+ * clnorm_version_number() is that version as CLNORM_VERSION_NUMBER computes it. */
+CLNORM_API const char *clnorm_version_string(void);
+CLNORM_API unsigned clnorm_version_number(void);
 
 /* Creates a clnorm context for `device` inside `context`; retains both. *out receives it.
  * Returns CLNORM_E_INVALID_ARG (NULL argument, device not in context), CLNORM_E_OPENCL,
@@ -93,6 +109,54 @@ CLNORM_API clnorm_status clnorm_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue,
                                         size_t cols, clnorm_dtype dtype, float eps, clnorm_rows x,
                                         cl_mem gamma, clnorm_rows y, cl_mem rstd, cl_uint num_wait,
                                         const cl_event *wait_list, cl_event *event);
+
+/* Fused residual add: h = x + residual, rounded to dtype; then y = LayerNorm(h) as
+ * clnorm_layernorm, so y matches the unfused pair of calls. h is written to sum_out when
+ * sum_out.buf is not NULL. Each output (y, sum_out) may be exactly one of the inputs x or
+ * residual (same buffer, offset and stride: in place, as inference engines update their residual
+ * stream); outputs must not overlap each other, and no other overlap is allowed.
+ * Statuses and the other rules as clnorm_layernorm. */
+CLNORM_API clnorm_status clnorm_add_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                              size_t cols, clnorm_dtype dtype, float eps,
+                                              clnorm_rows x, clnorm_rows residual,
+                                              clnorm_rows sum_out, cl_mem gamma, cl_mem beta,
+                                              clnorm_rows y, cl_mem mean, cl_mem rstd,
+                                              cl_uint num_wait, const cl_event *wait_list,
+                                              cl_event *event);
+
+/* h = x + residual rounded to dtype; y = RMSNorm(h). Rules as clnorm_add_layernorm. */
+CLNORM_API clnorm_status clnorm_add_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                            size_t cols, clnorm_dtype dtype, float eps,
+                                            clnorm_rows x, clnorm_rows residual,
+                                            clnorm_rows sum_out, cl_mem gamma, clnorm_rows y,
+                                            cl_mem rstd, cl_uint num_wait,
+                                            const cl_event *wait_list, cl_event *event);
+
+/* LayerNorm backward. From dy, x and the forward pass's gamma (NULL: ones), mean and rstd (the
+ * float32 outputs of the forward call; required): with xhat = (x - mean) * rstd and
+ * g = gamma * dy,
+ *   dx = rstd * (g - mean_row(g) - xhat * mean_row(g * xhat)),
+ *   dgamma = sum over rows of dy * xhat, dbeta = sum over rows of dy (cols elements of dtype;
+ *   NULL: not wanted).
+ * Deterministic: the same inputs give the same bits on every run (per-work-group partial sums
+ * reduced in a fixed order; no floating-point atomics). The scratch memory for the partial sums
+ * is allocated per call and released when the call's work completes. dx may be exactly dy or x;
+ * any other overlap is invalid. Statuses as clnorm_layernorm. */
+CLNORM_API clnorm_status clnorm_layernorm_backward(clnorm_ctx *ctx, cl_command_queue queue,
+                                                   size_t rows, size_t cols, clnorm_dtype dtype,
+                                                   clnorm_rows dy, clnorm_rows x, cl_mem gamma,
+                                                   cl_mem mean, cl_mem rstd, clnorm_rows dx,
+                                                   cl_mem dgamma, cl_mem dbeta, cl_uint num_wait,
+                                                   const cl_event *wait_list, cl_event *event);
+
+/* RMSNorm backward: xhat = x * rstd, g = gamma * dy, dx = rstd * (g - xhat * mean_row(g * xhat)),
+ * dgamma = sum over rows of dy * xhat. Rules as clnorm_layernorm_backward. */
+CLNORM_API clnorm_status clnorm_rmsnorm_backward(clnorm_ctx *ctx, cl_command_queue queue,
+                                                 size_t rows, size_t cols, clnorm_dtype dtype,
+                                                 clnorm_rows dy, clnorm_rows x, cl_mem gamma,
+                                                 cl_mem rstd, clnorm_rows dx, cl_mem dgamma,
+                                                 cl_uint num_wait, const cl_event *wait_list,
+                                                 cl_event *event);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,15 @@
 extern "C" {
 #endif
 
-typedef enum clnorm_op { CLNORM_OP_LAYERNORM = 0, CLNORM_OP_RMSNORM = 1 } clnorm_op;
+typedef enum clnorm_op {
+  CLNORM_OP_LAYERNORM = 0,
+  CLNORM_OP_RMSNORM = 1,
+  CLNORM_OP_ADD_LAYERNORM = 2, /* clnorm_add_layernorm */
+  CLNORM_OP_ADD_RMSNORM = 3,   /* clnorm_add_rmsnorm */
+  CLNORM_OP_LAYERNORM_BWD = 4, /* clnorm_layernorm_backward */
+  CLNORM_OP_RMSNORM_BWD = 5    /* clnorm_rmsnorm_backward */
+} clnorm_op;
+#define CLNORM_OP_COUNT 6
 
 typedef enum clnorm_reduce {
   CLNORM_REDUCE_LOCAL = 0,    /* local-memory tree (portable) */
@@ -31,13 +39,18 @@ typedef struct clnorm_variant {
   unsigned vec;         /* widest vector width (1, 2, 4, 8, 16); a call narrows it to what the
                            alignment of its offsets and strides allows */
   unsigned hold;        /* vectors of the row each work-item keeps in private memory (x read
-                           once); 0: the row is re-read from global memory */
+                           once; backward: x and dy, and the weight-gradient sums kept in
+                           private memory across rows); 0: the row is re-read from global
+                           memory */
   clnorm_reduce reduce; /* how work-items of one row combine partial results (tpr > 1) */
-  clnorm_stats stats;   /* LayerNorm statistics; RMSNorm variants always say WELFORD */
+  clnorm_stats stats;   /* LayerNorm statistics; RMSNorm and backward variants say WELFORD */
 } clnorm_variant;
 
-/* One operation, fully described: the arguments of clnorm_layernorm / clnorm_rmsnorm.
- * Fields an op does not use (beta and mean for RMSNorm) must be NULL. */
+/* One operation, fully described: the arguments of the clnorm_* entry point of `op`.
+ * Forward ops: x in, y out, mean and rstd out. Add ops also: residual in, sum_out out (buf NULL:
+ * not wanted). Backward ops: dy and x in, y is dx (out), mean and rstd are inputs, dgamma and
+ * dbeta out; eps is unused. Fields an op does not use (beta and mean for RMSNorm, residual for
+ * the others, ...) must be NULL / zero. */
 typedef struct clnorm_call {
   clnorm_op op;
   size_t rows, cols;
@@ -45,6 +58,9 @@ typedef struct clnorm_call {
   float eps;
   clnorm_rows x, y;
   cl_mem gamma, beta, mean, rstd;
+  clnorm_rows residual, sum_out; /* add ops */
+  clnorm_rows dy;                /* backward ops */
+  cl_mem dgamma, dbeta;          /* backward ops */
 } clnorm_call;
 
 /* Why the dispatcher chose a variant. */
@@ -63,11 +79,18 @@ CLNORM_API clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue,
                                     const clnorm_call *call, const clnorm_variant *force,
                                     cl_uint num_wait, const cl_event *wait_list, cl_event *event);
 
-/* Writes up to `cap` variants of `op` that this device accepts (device limits and extensions;
- * a variant may still fail its build) into out, in a fixed order; returns how many there are in
- * all. out may be NULL when cap is 0. */
-CLNORM_API size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_variant *out,
-                                      size_t cap);
+/* Writes up to `cap` variants of `op` on `dtype` that this device accepts (device limits and
+ * extensions; a variant may still fail its build) into out, in a fixed order; returns how many
+ * there are in all. out may be NULL when cap is 0. */
+CLNORM_API size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
+                                      clnorm_variant *out, size_t cap);
+
+/* Static name of an op ("layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm",
+ * "layernorm_bwd", "rmsnorm_bwd"); "unknown" for other values. */
+CLNORM_API const char *clnorm_op_name(clnorm_op op);
+
+/* Static name of a dtype ("f32", "f16", "bf16"); "unknown" for other values. */
+CLNORM_API const char *clnorm_dtype_name(clnorm_dtype dtype);
 
 /* CLNORM_OK when `v` can run `call` on this device, else CLNORM_E_UNSUPPORTED or
  * CLNORM_E_INVALID_ARG (bad call) with the reason in errmsg. Builds the kernel if needed

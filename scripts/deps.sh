@@ -4,7 +4,8 @@
 # clinfo. Does nothing when all of it is installed already.
 set -euo pipefail
 packages=(build-essential cmake ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-          libsqlite3-dev sqlite3)
+          libsqlite3-dev sqlite3 pkg-config python3
+          oclgrind valgrind) # tests/oclgrind.sh (the kernels under a simulator), check_tools.sh
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "clnorm: not a Debian/Ubuntu system: install the equivalents of ${packages[*]} yourself" >&2
   exit 0

@@ -11,6 +11,17 @@ static cl_int device_string(cl_device_id device, cl_device_info what, char *buf,
   return err;
 }
 
+/* "OpenCL 3.0 PoCL 5.0+debian  Linux, ..." names a PoCL older than 6, whose kernel cache
+ * (pocl commit 9184812d6 fixed it in 6.0) releases the wrong entry when one kernel runs with
+ * two global sizes at once. */
+static int pocl_before_6(const char *platform_version) {
+  const char *p = strstr(platform_version, "PoCL ");
+  if (!p)
+    return 0;
+  const long major = strtol(p + 5, NULL, 10);
+  return major > 0 && major < 6;
+}
+
 static clnorm_status read_device_info(clnorm_ctx *ctx) {
   clnorm_device_info *info = &ctx->info;
   cl_platform_id platform;
@@ -46,6 +57,14 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
    * OpenCL C 1.2 as their C version yet take -cl-std=CL3.0 with the sub-group feature. */
   strcpy(info->subgroup_std, strncmp(version, "OpenCL 3", 8) == 0 ? "CL3.0" : "CL2.0");
   info->is_nvidia = strstr(info->platform, "NVIDIA") != NULL && info->vendor_id == 0x10de;
+  char platform_version[256];
+  CHECK_CL(ctx, clGetPlatformInfo(platform, CL_PLATFORM_VERSION, sizeof platform_version,
+                                  platform_version, NULL));
+  platform_version[sizeof platform_version - 1] = '\0';
+  info->fixed_grid = pocl_before_6(platform_version);
+  const char *fixed = getenv("CLNORM_FIXED_GRID");
+  if (fixed && (strcmp(fixed, "0") == 0 || strcmp(fixed, "1") == 0))
+    info->fixed_grid = fixed[0] == '1';
   return CLNORM_OK;
 }
 

@@ -168,7 +168,8 @@ static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err
 
 /* ---- names stored in the database and in JSON */
 
-static const char *const op_names[] = {"layernorm", "rmsnorm"};
+static const char *const op_names[] = {"layernorm",   "rmsnorm",       "add_layernorm",
+                                       "add_rmsnorm", "layernorm_bwd", "rmsnorm_bwd"};
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const char *const reduce_names[] = {"local", "subgroup", "nvshfl"};
 static const char *const stats_names[] = {"welford", "twopass"};
@@ -410,14 +411,21 @@ static int begin_write(sqlite3 *sql) {
 /* Reads the header fields that tell what the file is. On a failure *what says which step. */
 static int inspect(sqlite3 *sql, sqlite3_int64 *app_id, sqlite3_int64 *version,
                    sqlite3_int64 *objects, const char **what) {
+  /* One read transaction: the three reads see one snapshot. Read one by one, another writer's
+   * schema creation could commit between them, and a fresh database under construction would
+   * look like a foreign one (user_version 0, tables present). */
   *what = "reading the schema version";
-  int rc = pragma_int(sql, "PRAGMA application_id", app_id);
+  int rc = sqlite3_exec(sql, "BEGIN", NULL, NULL, NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  rc = pragma_int(sql, "PRAGMA application_id", app_id);
   if (rc == SQLITE_OK)
     rc = pragma_int(sql, "PRAGMA user_version", version);
   if (rc == SQLITE_OK) {
     *what = "reading the schema";
     rc = pragma_int(sql, "SELECT count(*) FROM sqlite_master", objects);
   }
+  sqlite3_exec(sql, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
 

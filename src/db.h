@@ -138,7 +138,7 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
  *    "devices": [{"vendor_id": 4318, "vendor": "...", "name": "...", "driver_version": "...",
  *                 "opencl_version": "...", "compute_units": 132, "max_clock_mhz": 1980,
  *                 "local_mem": 49152,
- *                 "results": [{"op": "layernorm"|"rmsnorm", "dtype": "f32"|"f16"|"bf16",
+ *                 "results": [{"op": a clnorm_op_name, "dtype": "f32"|"f16"|"bf16",
  *                   "cols": 4096, "row_class": 2, "rows": 4096, "wg": 256, "tpr": 256, "vec": 4,
  *                   "hold": 4, "reduce": "local"|"subgroup"|"nvshfl", "stats": "welford"|"twopass",
  *                   "status": "ok"|"wrong"|"build_failed"|"unsupported"|"slow",

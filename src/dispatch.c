@@ -20,10 +20,6 @@ const char *clnorm_choice_string(clnorm_choice why) {
   return "unknown";
 }
 
-static const char *op_name(clnorm_op op) {
-  return op == CLNORM_OP_LAYERNORM ? "layernorm" : "rmsnorm";
-}
-
 /* The variant as this call runs it: the vector width narrowed to the call's alignment, with the
  * row's private-memory budget (hold * vec floats) kept. */
 static clnorm_variant effective(const clnorm_call *call, const clnorm_variant *v) {
@@ -78,7 +74,7 @@ static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, cl
   for (size_t i = 0; i < n; i++) {
     st = usable(ctx, call, &candidates[i], eff);
     if (st == CLNORM_OK)
-      st = clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
+      st = clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog);
     if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
       break;
     if (ctx->log_info)
@@ -96,7 +92,7 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
   if (force) {
     *why = CLNORM_CHOICE_FORCED;
     clnorm_status st = usable(ctx, call, force, eff);
-    return st != CLNORM_OK ? st : clnorm__program_get(ctx, call->op, call->dtype, eff, prog);
+    return st != CLNORM_OK ? st : clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog);
   }
   /* Tuned, nearest tuned and built-in entries, in order; each re-checked against the device
    * and the call. Entries are copied under the lock: the table may be replaced meanwhile. */
@@ -122,7 +118,7 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
       continue;
     *why = reasons[source];
     if (usable(ctx, call, &found[source], eff) == CLNORM_OK &&
-        clnorm__program_get(ctx, call->op, call->dtype, eff, prog) == CLNORM_OK)
+        clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog) == CLNORM_OK)
       return CLNORM_OK;
     if (ctx->log_info)
       fprintf(stderr, "clnorm: the %s variant cannot run this call, falling back: %s\n",
@@ -155,64 +151,333 @@ static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_va
     return;
   char text[128];
   clnorm_variant_format(v, text, sizeof text);
-  fprintf(stderr, "clnorm: %s f32 rows=%zu cols=%zu on %s: %s (%s)\n", op_name(call->op),
-          call->rows, call->cols, ctx->info.name, text, clnorm_choice_string(why));
+  fprintf(stderr, "clnorm: %s %s rows=%zu cols=%zu on %s: %s (%s)\n", clnorm_op_name(call->op),
+          clnorm_dtype_name(call->dtype), call->rows, call->cols, ctx->info.name, text,
+          clnorm_choice_string(why));
 }
 
-static clnorm_status set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call) {
-  const cl_ulong x_off = call->x.offset, y_off = call->y.offset;
-  const cl_ulong x_stride = call->x.stride ? call->x.stride : call->cols;
-  const cl_ulong y_stride = call->y.stride ? call->y.stride : call->cols;
+/* Argument setters: a cl_mem (NULL allowed), and a matrix as buffer, offset and stride. */
+static cl_int arg_mem(cl_kernel k, cl_uint *i, const cl_mem *m) {
+  return clSetKernelArg(k, (*i)++, sizeof(cl_mem), *m ? m : NULL);
+}
+
+static cl_int arg_rows(cl_kernel k, cl_uint *i, const clnorm_rows *m, size_t cols) {
+  const cl_ulong off = m->offset, stride = m->stride ? m->stride : cols;
+  cl_int err = arg_mem(k, i, &m->buf);
+  err |= clSetKernelArg(k, (*i)++, sizeof off, &off);
+  err |= clSetKernelArg(k, (*i)++, sizeof stride, &stride);
+  return err;
+}
+
+/* Bits of the kernels' `flags` argument (cl/common.cl): which optional buffers were given. */
+static cl_uint call_flags(const clnorm_call *call) {
+  return (call->gamma ? 1u : 0u) | (call->beta ? 2u : 0u) | (call->mean ? 4u : 0u) |
+         (call->rstd ? 8u : 0u) | (call->sum_out.buf ? 16u : 0u) | (call->dgamma ? 32u : 0u) |
+         (call->dbeta ? 64u : 0u);
+}
+
+static clnorm_status set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
+                              cl_mem partial, cl_uint groups) {
   const cl_ulong rows = call->rows;
   const cl_uint cols = (cl_uint)call->cols;
-  const cl_uint flags = (call->gamma ? 1u : 0u) | (call->beta ? 2u : 0u) |
-                        (call->mean ? 4u : 0u) | (call->rstd ? 8u : 0u);
+  const cl_uint flags = call_flags(call);
   cl_uint i = 0;
-  cl_int err = clSetKernelArg(k, i++, sizeof(cl_mem), &call->x.buf);
-  err |= clSetKernelArg(k, i++, sizeof x_off, &x_off);
-  err |= clSetKernelArg(k, i++, sizeof x_stride, &x_stride);
-  err |= clSetKernelArg(k, i++, sizeof(cl_mem), call->gamma ? &call->gamma : NULL);
-  if (call->op == CLNORM_OP_LAYERNORM)
-    err |= clSetKernelArg(k, i++, sizeof(cl_mem), call->beta ? &call->beta : NULL);
-  err |= clSetKernelArg(k, i++, sizeof(cl_mem), &call->y.buf);
-  err |= clSetKernelArg(k, i++, sizeof y_off, &y_off);
-  err |= clSetKernelArg(k, i++, sizeof y_stride, &y_stride);
-  if (call->op == CLNORM_OP_LAYERNORM)
-    err |= clSetKernelArg(k, i++, sizeof(cl_mem), call->mean ? &call->mean : NULL);
-  err |= clSetKernelArg(k, i++, sizeof(cl_mem), call->rstd ? &call->rstd : NULL);
-  err |= clSetKernelArg(k, i++, sizeof rows, &rows);
-  err |= clSetKernelArg(k, i++, sizeof cols, &cols);
-  err |= clSetKernelArg(k, i++, sizeof call->eps, &call->eps);
-  err |= clSetKernelArg(k, i++, sizeof flags, &flags);
+  cl_int err;
+  if (clnorm__op_backward(call->op)) {
+    err = arg_rows(k, &i, &call->dy, call->cols);
+    err |= arg_rows(k, &i, &call->x, call->cols);
+    err |= arg_mem(k, &i, &call->gamma);
+    err |= arg_mem(k, &i, &call->mean);
+    err |= arg_mem(k, &i, &call->rstd);
+    err |= arg_rows(k, &i, &call->y, call->cols);
+    err |= arg_mem(k, &i, &partial);
+    err |= clSetKernelArg(k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(k, i++, sizeof flags, &flags);
+    err |= clSetKernelArg(k, i++, sizeof groups, &groups);
+  } else {
+    const int ln = !clnorm__op_rms(call->op);
+    err = arg_rows(k, &i, &call->x, call->cols);
+    err |= arg_rows(k, &i, &call->residual, call->cols);
+    err |= arg_rows(k, &i, &call->sum_out, call->cols);
+    err |= arg_mem(k, &i, &call->gamma);
+    if (ln)
+      err |= arg_mem(k, &i, &call->beta);
+    err |= arg_rows(k, &i, &call->y, call->cols);
+    if (ln)
+      err |= arg_mem(k, &i, &call->mean);
+    err |= arg_mem(k, &i, &call->rstd);
+    err |= clSetKernelArg(k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(k, i++, sizeof call->eps, &call->eps);
+    err |= clSetKernelArg(k, i++, sizeof flags, &flags);
+  }
   RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "clSetKernelArg failed");
   return CLNORM_OK;
+}
+
+static clnorm_status launch_failed(clnorm_ctx *ctx, cl_int err, const char *what,
+                                   const char *options, size_t global, size_t local) {
+  return clnorm__fail(ctx,
+                      err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
+                          ? CLNORM_E_NO_MEMORY
+                      : err == CL_INVALID_EVENT_WAIT_LIST ? CLNORM_E_INVALID_ARG
+                                                          : CLNORM_E_OPENCL,
+                      "clEnqueueNDRangeKernel(%s %s, global %zu, local %zu) failed: %s (%d)", what,
+                      options, global, local, clnorm__cl_error_name(err), (int)err);
+}
+
+/* The persistent grid of the backward kernel (and the fixed grid of every kernel on PoCL
+ * before 6): enough groups to fill the device, from the variant and the device alone. */
+static size_t device_groups(const clnorm_ctx *ctx, const clnorm_variant *v) {
+  const size_t groups = (size_t)ctx->info.compute_units * clnorm__groups_per_cu(v->wg);
+  return groups ? groups : 1;
+}
+
+/* The groups of a launch: one per block of rows, or with a fixed grid (ctx->info.fixed_grid)
+ * device_groups() whatever the call; the kernels stride over the blocks. */
+static size_t launch_groups(const clnorm_ctx *ctx, const clnorm_call *call,
+                            const clnorm_variant *v) {
+  const size_t rpg = v->wg / v->tpr;
+  return ctx->info.fixed_grid ? device_groups(ctx, v) : (call->rows + rpg - 1) / rpg;
+}
+
+/* Groups that take part in the backward kernel: with weight gradients, a persistent grid whose
+ * every row slot keeps its sums, sized to fill the device and small enough that the partial
+ * sums (2 * groups * rows-per-group * cols floats) stay under 256 MiB; without, one group per
+ * block of rows. Never more than launch_groups(). */
+static size_t backward_groups(const clnorm_ctx *ctx, const clnorm_call *call,
+                              const clnorm_variant *v) {
+  const size_t rpg = v->wg / v->tpr;
+  const size_t blocks = (call->rows + rpg - 1) / rpg;
+  size_t groups = launch_groups(ctx, call, v);
+  if (call->dgamma || call->dbeta) {
+    const size_t full = device_groups(ctx, v);
+    const size_t mem_cap = ((size_t)256 << 20) / (2 * sizeof(float) * rpg * call->cols);
+    groups = groups < full ? groups : full;
+    groups = groups < mem_cap ? groups : mem_cap;
+  }
+  groups = groups < blocks ? groups : blocks;
+  groups = groups < UINT32_MAX ? groups : UINT32_MAX; /* the kernel strides over the rest */
+  return groups ? groups : 1;
+}
+
+/* The backward pass: norm_bwd, then (with weight gradients) bwd_reduce over the partial sums in
+ * a scratch buffer of the call's own (released here; OpenCL frees it when the kernels are done).
+ * *event completes when both have. */
+static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
+                                      const clnorm_call *call, const clnorm_variant *v,
+                                      clnorm_program *prog, cl_uint num_wait,
+                                      const cl_event *wait_list, cl_event *event) {
+  const int want_w = call->dgamma || call->dbeta;
+  const size_t groups = backward_groups(ctx, call, v);
+  const size_t parts = groups * (v->wg / v->tpr);
+  RETURN_IF(ctx, want_w && parts > UINT32_MAX, CLNORM_E_UNSUPPORTED, "too many partial rows");
+  cl_mem partial = NULL;
+  cl_int err;
+  if (want_w) {
+    partial = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
+                             2 * sizeof(float) * parts * call->cols, NULL, &err);
+    if (err != CL_SUCCESS)
+      return clnorm__fail(ctx,
+                          err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
+                                  err == CL_INVALID_BUFFER_SIZE
+                              ? CLNORM_E_NO_MEMORY
+                              : CLNORM_E_OPENCL,
+                          "allocating %zu bytes of backward scratch failed: %s",
+                          2 * sizeof(float) * parts * call->cols, clnorm__cl_error_name(err));
+  }
+  cl_kernel main_k = NULL, reduce_k = NULL;
+  cl_event main_done = NULL;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &main_k);
+  if (st == CLNORM_OK)
+    st = set_args(ctx, main_k, call, partial, (cl_uint)groups);
+  if (st == CLNORM_OK) {
+    const size_t local = v->wg;
+    const size_t global = (ctx->info.fixed_grid ? launch_groups(ctx, call, v) : groups) * v->wg;
+    err = clEnqueueNDRangeKernel(queue, main_k, 1, NULL, &global, &local, num_wait, wait_list,
+                                 want_w ? &main_done : event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, err, "norm_bwd", prog->options, global, local);
+  }
+  if (st == CLNORM_OK && want_w) {
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
+    if (st == CLNORM_OK) {
+      const cl_uint parts32 = (cl_uint)parts, cols = (cl_uint)call->cols;
+      const cl_uint flags = call_flags(call);
+      cl_uint i = 0;
+      err = arg_mem(reduce_k, &i, &partial);
+      err |= clSetKernelArg(reduce_k, i++, sizeof parts32, &parts32);
+      err |= clSetKernelArg(reduce_k, i++, sizeof cols, &cols);
+      err |= arg_mem(reduce_k, &i, &call->dgamma);
+      err |= arg_mem(reduce_k, &i, &call->dbeta);
+      err |= clSetKernelArg(reduce_k, i++, sizeof flags, &flags);
+      if (err != CL_SUCCESS)
+        st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
+    }
+    if (st == CLNORM_OK) {
+      /* 64 columns per group; a fixed grid takes 64 groups per compute unit and strides. */
+      const size_t local = 64;
+      const size_t global = ctx->info.fixed_grid
+                                ? (size_t)64 * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
+                                : (call->cols + local - 1) / local * local;
+      err = clEnqueueNDRangeKernel(queue, reduce_k, 1, NULL, &global,
+                                   local <= ctx->info.max_wg ? &local : NULL, 1, &main_done, event);
+      if (err != CL_SUCCESS)
+        st = launch_failed(ctx, err, "bwd_reduce", prog->options, global, local);
+    }
+  }
+  if (main_done)
+    clReleaseEvent(main_done);
+  if (main_k)
+    clnorm__kernel_give(ctx, prog, 0, main_k);
+  if (reduce_k)
+    clnorm__kernel_give(ctx, prog, 1, reduce_k);
+  if (partial)
+    clReleaseMemObject(partial);
+  return st;
+}
+
+/* A forward call with each row split over `splits` work-groups (cl/split.cl): split_stats
+ * writes 4 floats of partial statistics per chunk into a scratch buffer of the call's own, then
+ * split_norm merges them and normalizes. *event completes when both kernels have. */
+static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue,
+                                   const clnorm_call *call, const clnorm_variant *v,
+                                   clnorm_program *prog, unsigned splits, cl_uint num_wait,
+                                   const cl_event *wait_list, cl_event *event) {
+  const size_t units = call->rows * splits;
+  /* chunks start at multiples of 16 elements: aligned for every vector width */
+  const size_t chunk = ((call->cols + splits - 1) / splits + 15) / 16 * 16;
+  const cl_ulong rows = call->rows;
+  const cl_uint cols = (cl_uint)call->cols, chunk32 = (cl_uint)chunk, splits32 = splits;
+  const cl_uint flags = call_flags(call);
+  cl_int err;
+  cl_mem partial =
+      clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, 4 * sizeof(float) * units, NULL, &err);
+  if (err != CL_SUCCESS)
+    return clnorm__fail(ctx,
+                        err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
+                            ? CLNORM_E_NO_MEMORY
+                            : CLNORM_E_OPENCL,
+                        "allocating %zu bytes of split-row scratch failed: %s",
+                        4 * sizeof(float) * units, clnorm__cl_error_name(err));
+  cl_kernel stats_k = NULL, norm_k = NULL;
+  cl_event stats_done = NULL;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &stats_k);
+  if (st == CLNORM_OK)
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &norm_k);
+  if (st == CLNORM_OK) {
+    cl_uint i = 0;
+    err = arg_rows(stats_k, &i, &call->x, call->cols);
+    err |= arg_rows(stats_k, &i, &call->residual, call->cols);
+    err |= arg_mem(stats_k, &i, &partial);
+    err |= clSetKernelArg(stats_k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(stats_k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(stats_k, i++, sizeof chunk32, &chunk32);
+    err |= clSetKernelArg(stats_k, i++, sizeof splits32, &splits32);
+    i = 0;
+    err |= arg_rows(norm_k, &i, &call->x, call->cols);
+    err |= arg_rows(norm_k, &i, &call->residual, call->cols);
+    err |= arg_rows(norm_k, &i, &call->sum_out, call->cols);
+    err |= arg_mem(norm_k, &i, &call->gamma);
+    err |= arg_mem(norm_k, &i, &call->beta);
+    err |= arg_rows(norm_k, &i, &call->y, call->cols);
+    err |= arg_mem(norm_k, &i, &call->mean);
+    err |= arg_mem(norm_k, &i, &call->rstd);
+    err |= arg_mem(norm_k, &i, &partial);
+    err |= clSetKernelArg(norm_k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(norm_k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(norm_k, i++, sizeof call->eps, &call->eps);
+    err |= clSetKernelArg(norm_k, i++, sizeof flags, &flags);
+    err |= clSetKernelArg(norm_k, i++, sizeof chunk32, &chunk32);
+    err |= clSetKernelArg(norm_k, i++, sizeof splits32, &splits32);
+    if (err != CL_SUCCESS)
+      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(split kernels) failed");
+  }
+  const size_t local = v->wg;
+  const size_t global = (ctx->info.fixed_grid ? device_groups(ctx, v) : units) * v->wg;
+  if (st == CLNORM_OK) {
+    err = clEnqueueNDRangeKernel(queue, stats_k, 1, NULL, &global, &local, num_wait, wait_list,
+                                 &stats_done);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, err, "split_stats", prog->options, global, local);
+  }
+  if (st == CLNORM_OK) {
+    err = clEnqueueNDRangeKernel(queue, norm_k, 1, NULL, &global, &local, 1, &stats_done, event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, err, "split_norm", prog->options, global, local);
+  }
+  if (stats_done)
+    clReleaseEvent(stats_done);
+  if (stats_k)
+    clnorm__kernel_give(ctx, prog, 0, stats_k);
+  if (norm_k)
+    clnorm__kernel_give(ctx, prog, 1, norm_k);
+  clReleaseMemObject(partial);
+  return st;
 }
 
 static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                              const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
                              const cl_event *wait_list, cl_event *event) {
+  if (clnorm__op_backward(call->op))
+    return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event);
+  const unsigned splits = clnorm__split_count(&ctx->info, call, v);
+  if (splits > 1) {
+    clnorm_program *split_prog;
+    const clnorm_status sst =
+        clnorm__program_get(ctx, call->op, call->dtype, v, 1, &split_prog);
+    if (sst == CLNORM_OK)
+      return enqueue_split(ctx, queue, call, v, split_prog, splits, num_wait, wait_list, event);
+    if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD)
+      return sst;
+    /* The whole-row kernel computes the same result, one group per row. */
+    if (ctx->log_info)
+      fprintf(stderr, "clnorm: split-row kernels unavailable, rows run whole: %s\n",
+                      clnorm_ctx_errmsg(ctx));
+    clnorm__clear_error(ctx);
+  }
   cl_kernel kernel;
-  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, &kernel);
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &kernel);
   if (st != CLNORM_OK)
     return st;
-  st = set_args(ctx, kernel, call);
+  st = set_args(ctx, kernel, call, NULL, 0);
   if (st == CLNORM_OK) {
-    const size_t rows_per_group = v->wg / v->tpr;
-    const size_t groups = (call->rows + rows_per_group - 1) / rows_per_group;
-    const size_t local = v->wg, global = groups * v->wg;
+    const size_t local = v->wg, global = launch_groups(ctx, call, v) * v->wg;
     const cl_int err = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, &local, num_wait,
                                               wait_list, event);
     if (err != CL_SUCCESS)
-      st = clnorm__fail(ctx,
-                        err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
-                            ? CLNORM_E_NO_MEMORY
-                        : err == CL_INVALID_EVENT_WAIT_LIST ? CLNORM_E_INVALID_ARG
-                                                            : CLNORM_E_OPENCL,
-                        "clEnqueueNDRangeKernel(%s, global %zu, local %zu) failed: %s (%d)",
-                        prog->options, global, local, clnorm__cl_error_name(err), (int)err);
+      st = launch_failed(ctx, err, clnorm_op_name(call->op), prog->options, global, local);
   }
-  clnorm__kernel_give(ctx, prog, kernel);
+  clnorm__kernel_give(ctx, prog, 0, kernel);
   return st;
+}
+
+/* rows == 0: nothing to normalize; the weight gradients of a backward call are sums over no
+ * rows, so they are zeroed. *event completes after the wait list and the zeroing. */
+static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
+                                     const clnorm_call *call, cl_uint num_wait,
+                                     const cl_event *wait_list, cl_event *event) {
+  cl_event filled[2];
+  cl_uint nfilled = 0;
+  const cl_mem grads[2] = {call->dgamma, call->dbeta};
+  const cl_uchar zero = 0; /* 0.0 in every dtype */
+  cl_int err = CL_SUCCESS;
+  for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+    if (clnorm__op_backward(call->op) && grads[i]) {
+      err = clEnqueueFillBuffer(queue, grads[i], &zero, 1, 0,
+                                call->cols * clnorm__dtype_size(call->dtype), num_wait,
+                                wait_list, &filled[nfilled]);
+      nfilled += err == CL_SUCCESS;
+    }
+  if (err == CL_SUCCESS && event)
+    err = nfilled ? clEnqueueMarkerWithWaitList(queue, nfilled, filled, event)
+                  : clEnqueueMarkerWithWaitList(queue, num_wait, wait_list, event);
+  for (cl_uint i = 0; i < nfilled; i++)
+    clReleaseEvent(filled[i]);
+  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "zeroing the weight gradients of rows=0: %s",
+            clnorm__cl_error_name(err));
+  return CLNORM_OK;
 }
 
 clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
@@ -223,16 +488,10 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
   clnorm_status st = clnorm__validate(ctx, queue, call, num_wait, wait_list);
   if (st != CLNORM_OK)
     return st;
-  RETURN_IF(ctx, call->dtype != CLNORM_F32, CLNORM_E_UNSUPPORTED,
-            "dtype %s is not supported by this build yet (only CLNORM_F32)",
-            call->dtype == CLNORM_F16 ? "CLNORM_F16" : "CLNORM_BF16");
   RETURN_IF(ctx, call->cols > UINT32_MAX, CLNORM_E_UNSUPPORTED,
             "cols %zu exceeds 2^32 - 1 elements per row", call->cols);
-  if (call->rows == 0) {
-    if (event)
-      CHECK_CL(ctx, clEnqueueMarkerWithWaitList(queue, num_wait, wait_list, event));
-    return CLNORM_OK;
-  }
+  if (call->rows == 0)
+    return enqueue_no_rows(ctx, queue, call, num_wait, wait_list, event);
   clnorm_variant v;
   clnorm_choice why;
   clnorm_program *prog;
@@ -248,8 +507,17 @@ clnorm_status clnorm_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t r
                                clnorm_dtype dtype, float eps, clnorm_rows x, cl_mem gamma,
                                cl_mem beta, clnorm_rows y, cl_mem mean, cl_mem rstd,
                                cl_uint num_wait, const cl_event *wait_list, cl_event *event) {
-  const clnorm_call call = {CLNORM_OP_LAYERNORM, rows, cols, dtype, eps, x, y,
-                            gamma,               beta, mean, rstd};
+  const clnorm_call call = {.op = CLNORM_OP_LAYERNORM,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .eps = eps,
+                            .x = x,
+                            .y = y,
+                            .gamma = gamma,
+                            .beta = beta,
+                            .mean = mean,
+                            .rstd = rstd};
   return clnorm_run(ctx, queue, &call, NULL, num_wait, wait_list, event);
 }
 
@@ -257,8 +525,93 @@ clnorm_status clnorm_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue, size_t row
                              clnorm_dtype dtype, float eps, clnorm_rows x, cl_mem gamma,
                              clnorm_rows y, cl_mem rstd, cl_uint num_wait,
                              const cl_event *wait_list, cl_event *event) {
-  const clnorm_call call = {CLNORM_OP_RMSNORM, rows, cols, dtype, eps, x, y,
-                            gamma,             NULL, NULL, rstd};
+  const clnorm_call call = {.op = CLNORM_OP_RMSNORM,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .eps = eps,
+                            .x = x,
+                            .y = y,
+                            .gamma = gamma,
+                            .rstd = rstd};
+  return clnorm_run(ctx, queue, &call, NULL, num_wait, wait_list, event);
+}
+
+clnorm_status clnorm_add_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                   size_t cols, clnorm_dtype dtype, float eps, clnorm_rows x,
+                                   clnorm_rows residual, clnorm_rows sum_out, cl_mem gamma,
+                                   cl_mem beta, clnorm_rows y, cl_mem mean, cl_mem rstd,
+                                   cl_uint num_wait, const cl_event *wait_list, cl_event *event) {
+  const clnorm_call call = {.op = CLNORM_OP_ADD_LAYERNORM,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .eps = eps,
+                            .x = x,
+                            .y = y,
+                            .gamma = gamma,
+                            .beta = beta,
+                            .mean = mean,
+                            .rstd = rstd,
+                            .residual = residual,
+                            .sum_out = sum_out};
+  return clnorm_run(ctx, queue, &call, NULL, num_wait, wait_list, event);
+}
+
+clnorm_status clnorm_add_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows, size_t cols,
+                                 clnorm_dtype dtype, float eps, clnorm_rows x, clnorm_rows residual,
+                                 clnorm_rows sum_out, cl_mem gamma, clnorm_rows y, cl_mem rstd,
+                                 cl_uint num_wait, const cl_event *wait_list, cl_event *event) {
+  const clnorm_call call = {.op = CLNORM_OP_ADD_RMSNORM,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .eps = eps,
+                            .x = x,
+                            .y = y,
+                            .gamma = gamma,
+                            .rstd = rstd,
+                            .residual = residual,
+                            .sum_out = sum_out};
+  return clnorm_run(ctx, queue, &call, NULL, num_wait, wait_list, event);
+}
+
+clnorm_status clnorm_layernorm_backward(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                        size_t cols, clnorm_dtype dtype, clnorm_rows dy,
+                                        clnorm_rows x, cl_mem gamma, cl_mem mean, cl_mem rstd,
+                                        clnorm_rows dx, cl_mem dgamma, cl_mem dbeta,
+                                        cl_uint num_wait, const cl_event *wait_list,
+                                        cl_event *event) {
+  const clnorm_call call = {.op = CLNORM_OP_LAYERNORM_BWD,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .x = x,
+                            .y = dx,
+                            .gamma = gamma,
+                            .mean = mean,
+                            .rstd = rstd,
+                            .dy = dy,
+                            .dgamma = dgamma,
+                            .dbeta = dbeta};
+  return clnorm_run(ctx, queue, &call, NULL, num_wait, wait_list, event);
+}
+
+clnorm_status clnorm_rmsnorm_backward(clnorm_ctx *ctx, cl_command_queue queue, size_t rows,
+                                      size_t cols, clnorm_dtype dtype, clnorm_rows dy,
+                                      clnorm_rows x, cl_mem gamma, cl_mem rstd, clnorm_rows dx,
+                                      cl_mem dgamma, cl_uint num_wait, const cl_event *wait_list,
+                                      cl_event *event) {
+  const clnorm_call call = {.op = CLNORM_OP_RMSNORM_BWD,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .x = x,
+                            .y = dx,
+                            .gamma = gamma,
+                            .rstd = rstd,
+                            .dy = dy,
+                            .dgamma = dgamma};
   return clnorm_run(ctx, queue, &call, NULL, num_wait, wait_list, event);
 }
 
@@ -266,8 +619,10 @@ clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call, clnorm_var
                             clnorm_choice *why) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
   RETURN_IF(ctx, !call, CLNORM_E_INVALID_ARG, "call is NULL");
-  RETURN_IF(ctx, (unsigned)call->op > CLNORM_OP_RMSNORM || call->cols == 0,
-            CLNORM_E_INVALID_ARG, "unknown op or cols == 0");
+  RETURN_IF(ctx,
+            (unsigned)call->op >= CLNORM_OP_COUNT || call->cols == 0 ||
+                (unsigned)call->dtype > CLNORM_BF16,
+            CLNORM_E_INVALID_ARG, "unknown op or dtype, or cols == 0");
   clnorm_variant v;
   clnorm_choice w;
   clnorm_program *prog;
@@ -285,10 +640,10 @@ clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
                                    const clnorm_variant *v) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
   RETURN_IF(ctx, !call || !v, CLNORM_E_INVALID_ARG, "call or variant is NULL");
-  RETURN_IF(ctx, (unsigned)call->op > CLNORM_OP_RMSNORM || call->cols == 0,
-            CLNORM_E_INVALID_ARG, "unknown op or cols == 0");
-  RETURN_IF(ctx, call->dtype != CLNORM_F32, CLNORM_E_UNSUPPORTED,
-            "only CLNORM_F32 is supported by this build");
+  RETURN_IF(ctx,
+            (unsigned)call->op >= CLNORM_OP_COUNT || call->cols == 0 ||
+                (unsigned)call->dtype > CLNORM_BF16,
+            CLNORM_E_INVALID_ARG, "unknown op or dtype, or cols == 0");
   clnorm_variant eff;
   clnorm_choice why;
   clnorm_program *prog;
@@ -298,8 +653,10 @@ clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
 clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *out) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
   RETURN_IF(ctx, !call || !out, CLNORM_E_INVALID_ARG, "call or out is NULL");
-  RETURN_IF(ctx, (unsigned)call->op > CLNORM_OP_RMSNORM || call->cols == 0,
-            CLNORM_E_INVALID_ARG, "unknown op or cols == 0");
+  RETURN_IF(ctx,
+            (unsigned)call->op >= CLNORM_OP_COUNT || call->cols == 0 ||
+                (unsigned)call->dtype > CLNORM_BF16,
+            CLNORM_E_INVALID_ARG, "unknown op or dtype, or cols == 0");
   clnorm_program *prog;
   return heuristic_pick(ctx, call, out, &prog);
 }

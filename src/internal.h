@@ -21,6 +21,11 @@ typedef struct clnorm_device_info {
   int has_subgroups; /* cl_khr_subgroups */
   int is_nvidia;     /* NVIDIA's CUDA platform: inline PTX available */
   char subgroup_std[8]; /* -cl-std for sub-group kernels: CL2.0 or CL3.0 */
+  /* Launch every kernel of a program with one global size, whatever the call (the kernels
+   * stride over rows and columns): PoCL before 6 asserts when launches of one kernel with
+   * different global sizes are in flight at once (docs/DEVICES.md). CLNORM_FIXED_GRID=0/1
+   * overrides the detection. */
+  int fixed_grid;
 } clnorm_device_info;
 
 /* A built program and its kernel objects. A cl_kernel's arguments are not thread-safe, so a
@@ -33,8 +38,9 @@ typedef struct clnorm_program {
   clnorm_status status;
   char *log; /* build log or the reason the variant cannot run here */
   size_t kernel_wg;
-  cl_kernel *free_kernels;
-  size_t free_count, free_cap;
+  int split; /* the split-row kernels (cl/split.cl) of a forward op */
+  cl_kernel *free_kernels[2]; /* per kernel of the program: the op's, the reduction's */
+  size_t free_count[2], free_cap[2];
   struct clnorm_program *next;
 } clnorm_program;
 
@@ -97,8 +103,12 @@ const char *clnorm__cl_error_name(cl_int err);
 
 /* variants.c: the variant space, shared by the dispatcher and the tuner. */
 #define CLNORM_HOLD_MAX_FLOATS 64 /* private floats per work-item for a held row */
-size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_variant *out,
-                            size_t cap);
+size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
+                            clnorm_variant *out, size_t cap);
+int clnorm__op_backward(clnorm_op op);
+int clnorm__op_add(clnorm_op op);
+int clnorm__op_rms(clnorm_op op);
+size_t clnorm__dtype_size(clnorm_dtype dtype);
 int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
                               const clnorm_variant *v, char *why, size_t why_size);
 int clnorm__variant_call_ok(const clnorm_variant *v, size_t cols, char *why, size_t why_size);
@@ -106,6 +116,9 @@ unsigned clnorm__call_vec(const clnorm_call *call, unsigned vec);
 void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
                        clnorm_variant *out);
 unsigned clnorm__row_class(size_t rows);
+size_t clnorm__groups_per_cu(unsigned wg);
+unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
+                             const clnorm_variant *v);
 uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_variant *v);
 
 /* tuned.c: the tuned and built-in tables. */
@@ -122,10 +135,10 @@ clnorm_status clnorm__validate(clnorm_ctx *ctx, cl_command_queue queue, const cl
 
 /* program.c: built programs, cached by their options string (keyed by the packed variant). */
 clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
-                                  const clnorm_variant *v, clnorm_program **out);
-clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op,
+                                  const clnorm_variant *v, int split, clnorm_program **out);
+clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op, int which,
                                   cl_kernel *out);
-void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, cl_kernel kernel);
+void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel);
 void clnorm__programs_free(clnorm_ctx *ctx);
 uint64_t clnorm__kernel_hash(void);
 
@@ -136,5 +149,9 @@ extern const char clnorm__src_layernorm[];
 extern const size_t clnorm__src_layernorm_len;
 extern const char clnorm__src_rmsnorm[];
 extern const size_t clnorm__src_rmsnorm_len;
+extern const char clnorm__src_backward[];
+extern const size_t clnorm__src_backward_len;
+extern const char clnorm__src_split[];
+extern const size_t clnorm__src_split_len;
 
 #endif

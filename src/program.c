@@ -7,26 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *kernel_name(clnorm_op op) {
-  return op == CLNORM_OP_LAYERNORM ? "layernorm_fwd" : "rmsnorm_fwd";
+/* The program's kernels: the op's own, and for backward ops the weight-gradient reduction. */
+static const char *kernel_name(clnorm_op op, int split, int which) {
+  if (split)
+    return which == 0 ? "split_stats" : "split_norm";
+  if (clnorm__op_backward(op))
+    return which == 0 ? "norm_bwd" : "bwd_reduce";
+  return clnorm__op_rms(op) ? "rmsnorm_fwd" : "layernorm_fwd";
 }
 
 /* The canonical options string: options in a fixed, sorted order. */
-static void options_string(const clnorm_device_info *info, const clnorm_variant *v, char *buf,
-                           size_t size) {
+static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
+                           const clnorm_variant *v, int split, char *buf, size_t size) {
   /* Sub-group built-ins are OpenCL C 2.0 features; everything else is OpenCL C 1.2. */
   const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
-  snprintf(buf, size, "-cl-std=%s -DHOLD=%u -DREDUCE=%u -DSTATS=%u -DTPR=%u -DVEC=%u -DWG=%u",
-           std, v->hold, (unsigned)v->reduce, (unsigned)v->stats, v->tpr, v->vec, v->wg);
+  const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
+  snprintf(buf, size,
+           "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DREDUCE=%u -DRMS=%d -DSPLIT=%d -DSTATS=%u "
+           "-DTPR=%u -DVEC=%u -DWG=%u",
+           std, add, (unsigned)dtype, v->hold, (unsigned)v->reduce, clnorm__op_rms(op), split,
+           (unsigned)v->stats, v->tpr, v->vec, v->wg);
 }
 
 uint64_t clnorm__kernel_hash(void) {
   /* FNV-1a over every embedded source: tuned results are valid for these kernels only. */
-  const char *parts[] = {clnorm__src_common, clnorm__src_layernorm, clnorm__src_rmsnorm};
+  const char *parts[] = {clnorm__src_common, clnorm__src_layernorm, clnorm__src_rmsnorm,
+                         clnorm__src_backward, clnorm__src_split};
   const size_t lengths[] = {clnorm__src_common_len, clnorm__src_layernorm_len,
-                            clnorm__src_rmsnorm_len};
+                            clnorm__src_rmsnorm_len, clnorm__src_backward_len,
+                            clnorm__src_split_len};
   uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 5; i++)
     for (size_t j = 0; j < lengths[i]; j++) {
       h ^= (unsigned char)parts[i][j];
       h *= 1099511628211ull;
@@ -62,11 +73,37 @@ static char *build_log(cl_program program, cl_device_id device) {
   return log;
 }
 
+/* The split program's second kernel (split_norm) takes the variant's work-group size too. */
+static int second_kernel_ok(clnorm_ctx *ctx, clnorm_program *p, clnorm_op op,
+                            const clnorm_variant *v, char *text, size_t size) {
+  cl_int err;
+  size_t wg = 0;
+  cl_kernel kernel = clCreateKernel(p->program, kernel_name(op, p->split, 1), &err);
+  if (err == CL_SUCCESS) {
+    err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                   NULL);
+    clReleaseKernel(kernel);
+  }
+  if (err != CL_SUCCESS)
+    snprintf(text, size, "creating kernel %s failed: %s", kernel_name(op, p->split, 1),
+             clnorm__cl_error_name(err));
+  else if (wg < v->wg)
+    snprintf(text, size,
+             "the built kernel allows work-groups of at most %zu work-items (variant wants %u)", wg,
+             v->wg);
+  return err == CL_SUCCESS && wg >= v->wg;
+}
+
 /* Builds the program of one entry; fills status, log and kernel_wg. */
 static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm_variant *v) {
-  const char *op_src = op == CLNORM_OP_LAYERNORM ? clnorm__src_layernorm : clnorm__src_rmsnorm;
-  const size_t op_len =
-      op == CLNORM_OP_LAYERNORM ? clnorm__src_layernorm_len : clnorm__src_rmsnorm_len;
+  const char *op_src = p->split                 ? clnorm__src_split
+                       : clnorm__op_backward(op) ? clnorm__src_backward
+                       : clnorm__op_rms(op)      ? clnorm__src_rmsnorm
+                                                 : clnorm__src_layernorm;
+  const size_t op_len = p->split                 ? clnorm__src_split_len
+                        : clnorm__op_backward(op) ? clnorm__src_backward_len
+                        : clnorm__op_rms(op)      ? clnorm__src_rmsnorm_len
+                                                  : clnorm__src_layernorm_len;
   const char *sources[] = {clnorm__src_common, "\n", op_src};
   const size_t lengths[] = {clnorm__src_common_len, 1, op_len};
   char text[512];
@@ -96,12 +133,12 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     p->program = NULL;
     return;
   }
-  cl_kernel kernel = clCreateKernel(p->program, kernel_name(op), &err);
+  cl_kernel kernel = clCreateKernel(p->program, kernel_name(op, p->split, 0), &err);
   if (err == CL_SUCCESS)
     err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
                                    sizeof p->kernel_wg, &p->kernel_wg, NULL);
   if (err != CL_SUCCESS) {
-    snprintf(text, sizeof text, "creating kernel %s failed: %s", kernel_name(op),
+    snprintf(text, sizeof text, "creating kernel %s failed: %s", kernel_name(op, p->split, 0),
              clnorm__cl_error_name(err));
     p->status = CLNORM_E_OPENCL;
     p->log = dup_string(text);
@@ -111,12 +148,15 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
              p->kernel_wg, v->wg);
     p->status = CLNORM_E_UNSUPPORTED;
     p->log = dup_string(text);
+  } else if (p->split && !second_kernel_ok(ctx, p, op, v, text, sizeof text)) {
+    p->status = CLNORM_E_UNSUPPORTED;
+    p->log = dup_string(text);
   } else {
     p->status = CLNORM_OK;
-    p->free_kernels = malloc(4 * sizeof(cl_kernel));
-    if (p->free_kernels) {
-      p->free_cap = 4;
-      p->free_kernels[p->free_count++] = kernel;
+    p->free_kernels[0] = malloc(4 * sizeof(cl_kernel));
+    if (p->free_kernels[0]) {
+      p->free_cap[0] = 4;
+      p->free_kernels[0][p->free_count[0]++] = kernel;
       kernel = NULL;
     }
   }
@@ -125,15 +165,24 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
 }
 
 clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
-                                  const clnorm_variant *v, clnorm_program **out) {
-  const uint64_t key = clnorm__variant_key(op, dtype, v);
+                                  const clnorm_variant *variant, int split,
+                                  clnorm_program **out) {
+  /* The split kernels re-read the row and take Welford statistics: hold and stats do not
+   * apply to them. */
+  clnorm_variant normalized = *variant;
+  if (split) {
+    normalized.hold = 0;
+    normalized.stats = CLNORM_STATS_WELFORD;
+  }
+  const clnorm_variant *v = &normalized;
+  const uint64_t key = clnorm__variant_key(op, dtype, v) | (split ? 1ull << 40 : 0);
   pthread_mutex_lock(&ctx->lock);
   clnorm_program *p = find(ctx, key);
   if (!p) {
     /* Claim the entry, then build without holding the lock: other programs build and run
      * meanwhile, and threads wanting this one wait for it. */
     char options[256];
-    options_string(&ctx->info, v, options, sizeof options);
+    options_string(&ctx->info, op, dtype, v, split, options, sizeof options);
     p = calloc(1, sizeof *p);
     if (p)
       p->options = dup_string(options);
@@ -143,6 +192,7 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
       return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory building a program");
     }
     p->key = key;
+    p->split = split;
     p->next = ctx->programs[key % CLNORM_PROGRAM_BUCKETS];
     ctx->programs[key % CLNORM_PROGRAM_BUCKETS] = p;
     pthread_mutex_unlock(&ctx->lock);
@@ -160,37 +210,38 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
   return CLNORM_OK;
 }
 
-clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op,
+clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op, int which,
                                   cl_kernel *out) {
   pthread_mutex_lock(&ctx->lock);
-  if (prog->free_count > 0) {
-    *out = prog->free_kernels[--prog->free_count];
+  if (prog->free_count[which] > 0) {
+    *out = prog->free_kernels[which][--prog->free_count[which]];
     pthread_mutex_unlock(&ctx->lock);
     return CLNORM_OK;
   }
   pthread_mutex_unlock(&ctx->lock);
   cl_int err;
-  *out = clCreateKernel(prog->program, kernel_name(op), &err);
-  RETURN_IF(ctx, err != CL_SUCCESS, err == CL_OUT_OF_HOST_MEMORY ? CLNORM_E_NO_MEMORY
-                                                                 : CLNORM_E_OPENCL,
-            "clCreateKernel failed: %s", clnorm__cl_error_name(err));
+  const char *name = kernel_name(op, prog->split, which);
+  *out = clCreateKernel(prog->program, name, &err);
+  RETURN_IF(ctx, err != CL_SUCCESS,
+            err == CL_OUT_OF_HOST_MEMORY ? CLNORM_E_NO_MEMORY : CLNORM_E_OPENCL,
+            "clCreateKernel(%s) failed: %s", name, clnorm__cl_error_name(err));
   return CLNORM_OK;
 }
 
-void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, cl_kernel kernel) {
+void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel) {
   pthread_mutex_lock(&ctx->lock);
-  if (prog->free_count == prog->free_cap) {
-    const size_t cap = prog->free_cap ? 2 * prog->free_cap : 4;
-    cl_kernel *grown = realloc(prog->free_kernels, cap * sizeof *grown);
+  if (prog->free_count[which] == prog->free_cap[which]) {
+    const size_t cap = prog->free_cap[which] ? 2 * prog->free_cap[which] : 4;
+    cl_kernel *grown = realloc(prog->free_kernels[which], cap * sizeof *grown);
     if (!grown) {
       pthread_mutex_unlock(&ctx->lock);
       clReleaseKernel(kernel);
       return;
     }
-    prog->free_kernels = grown;
-    prog->free_cap = cap;
+    prog->free_kernels[which] = grown;
+    prog->free_cap[which] = cap;
   }
-  prog->free_kernels[prog->free_count++] = kernel;
+  prog->free_kernels[which][prog->free_count[which]++] = kernel;
   pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -199,9 +250,11 @@ void clnorm__programs_free(clnorm_ctx *ctx) {
     clnorm_program *p = ctx->programs[b];
     while (p) {
       clnorm_program *next = p->next;
-      for (size_t i = 0; i < p->free_count; i++)
-        clReleaseKernel(p->free_kernels[i]);
-      free(p->free_kernels);
+      for (int w = 0; w < 2; w++) {
+        for (size_t i = 0; i < p->free_count[w]; i++)
+          clReleaseKernel(p->free_kernels[w][i]);
+        free(p->free_kernels[w]);
+      }
       if (p->program)
         clReleaseProgram(p->program);
       free(p->options);

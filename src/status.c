@@ -26,6 +26,10 @@ const char *clnorm_status_string(clnorm_status status) {
 
 const char *clnorm_version(void) { return CLNORM_VERSION_STRING; }
 
+const char *clnorm_version_string(void) { return CLNORM_VERSION_STRING; }
+
+unsigned clnorm_version_number(void) { return CLNORM_VERSION_NUMBER; }
+
 /* The message belongs to the thread that made the failing call, so concurrent calls on one
  * context never see each other's text. */
 static _Thread_local struct {

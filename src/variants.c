@@ -28,9 +28,32 @@ static int why(char *buf, size_t size, const char *text) {
 
 /* Whether a variant belongs to the searched space: vector widths worth trying for each shape
  * (a call narrows the width itself when its alignment needs it, so narrow widths need not be
- * searched: four floats per load and up on GPUs, wider on CPUs' one-item-per-row kernels). */
-static int in_space(const clnorm_variant *v) {
-  return v->tpr == 1 ? v->vec >= 4 : v->vec <= 8;
+ * searched: up to 32 bytes per load on GPUs (8 floats, 16 halves), wider on CPUs'
+ * one-item-per-row kernels). */
+static int in_space(const clnorm_variant *v, clnorm_dtype dtype) {
+  if (v->tpr == 1)
+    return v->vec >= 4;
+  return dtype == CLNORM_F32 ? v->vec <= 8 : v->vec >= 4;
+}
+
+int clnorm__op_backward(clnorm_op op) {
+  return op == CLNORM_OP_LAYERNORM_BWD || op == CLNORM_OP_RMSNORM_BWD;
+}
+
+int clnorm__op_add(clnorm_op op) {
+  return op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
+}
+
+int clnorm__op_rms(clnorm_op op) {
+  return op == CLNORM_OP_RMSNORM || op == CLNORM_OP_ADD_RMSNORM || op == CLNORM_OP_RMSNORM_BWD;
+}
+
+size_t clnorm__dtype_size(clnorm_dtype dtype) { return dtype == CLNORM_F32 ? 4 : 2; }
+
+/* Private floats per work-item for a held row: backward kernels hold x and dy and keep two
+ * weight-gradient sums of the same size, so their budget per array is half. */
+static unsigned hold_budget(clnorm_op op) {
+  return clnorm__op_backward(op) ? CLNORM_HOLD_MAX_FLOATS / 2 : CLNORM_HOLD_MAX_FLOATS;
 }
 
 int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
@@ -39,8 +62,13 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
     return why(buf, size, "wg and tpr must be powers of two with tpr <= wg");
   if (!is_pow2(v->vec) || v->vec > 16)
     return why(buf, size, "vec must be 1, 2, 4, 8 or 16");
-  if (v->hold * v->vec > CLNORM_HOLD_MAX_FLOATS)
-    return why(buf, size, "hold * vec exceeds the private-memory budget of 64 floats");
+  if ((unsigned)op >= CLNORM_OP_COUNT)
+    return why(buf, size, "unknown op");
+  if (v->hold * v->vec > hold_budget(op))
+    return why(buf, size,
+               clnorm__op_backward(op)
+                   ? "hold * vec exceeds the backward private-memory budget of 32 floats"
+                   : "hold * vec exceeds the private-memory budget of 64 floats");
   if (v->wg > info->max_wg)
     return why(buf, size, "wg exceeds the device's maximum work-group size");
   if (v->tpr > 1 && (cl_ulong)v->wg * 3 * sizeof(float) > info->local_mem)
@@ -57,13 +85,14 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
     return why(buf, size, "unknown reduce or stats value");
   if (v->stats == CLNORM_STATS_TWOPASS && v->hold == 0)
     return why(buf, size, "two-pass statistics need the row held (hold > 0)");
-  if (op == CLNORM_OP_RMSNORM && v->stats != CLNORM_STATS_WELFORD)
-    return why(buf, size, "RMSNorm variants have no statistics choice (stats must be welford)");
+  if ((clnorm__op_rms(op) || clnorm__op_backward(op)) && v->stats != CLNORM_STATS_WELFORD)
+    return why(buf, size,
+               "only LayerNorm forward variants have a statistics choice (stats must be welford)");
   return 1;
 }
 
-size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_variant *out,
-                            size_t cap) {
+size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
+                            clnorm_variant *out, size_t cap) {
   size_t n = 0;
   for (size_t a = 0; a < COUNT(wg_values); a++)
     for (size_t b = 0; b < COUNT(tpr_values); b++)
@@ -73,7 +102,7 @@ size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm
             for (size_t f = 0; f < COUNT(stats_values); f++) {
               const clnorm_variant v = {wg_values[a],     tpr_values[b],    vec_values[c],
                                         hold_values[d],   reduce_values[e], stats_values[f]};
-              if (!in_space(&v) || !clnorm__variant_device_ok(info, op, &v, NULL, 0))
+              if (!in_space(&v, dtype) || !clnorm__variant_device_ok(info, op, &v, NULL, 0))
                 continue;
               if (n < cap)
                 out[n] = v;
@@ -82,13 +111,18 @@ size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm
   return n;
 }
 
-/* The widest vector width <= vec at which every row start of x and y is aligned. */
+/* The widest vector width <= vec at which every row start of every matrix of the call is
+ * aligned. */
 unsigned clnorm__call_vec(const clnorm_call *call, unsigned vec) {
-  const size_t xs = call->x.stride ? call->x.stride : call->cols;
-  const size_t ys = call->y.stride ? call->y.stride : call->cols;
-  size_t bits = call->x.offset | call->y.offset;
-  if (call->rows > 1)
-    bits |= xs | ys;
+  const clnorm_rows *m[5] = {&call->x, &call->y, &call->residual, &call->sum_out, &call->dy};
+  size_t bits = 0;
+  for (int i = 0; i < 5; i++) {
+    if (!m[i]->buf)
+      continue;
+    bits |= m[i]->offset;
+    if (call->rows > 1)
+      bits |= m[i]->stride ? m[i]->stride : call->cols;
+  }
   while (vec > 1 && ((bits & (vec - 1)) != 0 || vec > call->cols))
     vec >>= 1;
   return vec;
@@ -116,13 +150,16 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
   clnorm_variant v = {1, 1, 16, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   if (info->type & CL_DEVICE_TYPE_CPU) {
     /* One work-item per row with long vector loops and no barriers; the row is re-read from
-     * cache. A few rows per group amortise the work-group overhead. */
-    v.wg = 4;
+     * cache. A few rows per group amortise the work-group overhead; with fewer rows than
+     * cores, one row per group, so that long rows are split across the cores. */
+    v.wg = call->rows < 2 * (size_t)info->compute_units ? 1 : 4;
     v.tpr = 1;
     v.vec = 16;
   } else {
-    v.vec = 4;
-    const unsigned vec = clnorm__call_vec(call, 4);
+    /* 16-byte loads: 4 floats or 8 halves */
+    const unsigned want = call->dtype == CLNORM_F32 ? 4 : 8;
+    v.vec = want;
+    const unsigned vec = clnorm__call_vec(call, want);
     const size_t vectors = (call->cols + vec - 1) / vec;
     unsigned max_wg = info->max_wg >= 1024 ? 1024 : (unsigned)pow2_ceil(info->max_wg + 1) / 2;
     if (vectors <= 16) {
@@ -139,8 +176,8 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
       if (v.wg > max_wg)
         v.wg = max_wg;
     }
-    /* hold counts vectors of the width the call runs at; the variant states it at width 4 */
-    const size_t per_item = ((vectors + v.tpr - 1) / v.tpr + (4 / vec) - 1) / (4 / vec);
+    /* hold counts vectors of the width the call runs at; the variant states it at `want` */
+    const size_t per_item = ((vectors + v.tpr - 1) / v.tpr + (want / vec) - 1) / (want / vec);
     v.hold = per_item <= 1 ? 1 : per_item <= 4 ? 4 : per_item <= 16 ? 16 : 0;
     v.stats = v.hold ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;
     if (info->is_nvidia && v.wg % 32 == 0)
@@ -148,13 +185,39 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     else if (info->has_subgroups && v.tpr == v.wg)
       v.reduce = CLNORM_REDUCE_SUBGROUP;
   }
-  if (call->op == CLNORM_OP_RMSNORM)
+  if (clnorm__op_rms(call->op) || clnorm__op_backward(call->op))
     v.stats = CLNORM_STATS_WELFORD;
-  if (v.hold * v.vec > CLNORM_HOLD_MAX_FLOATS)
+  if (v.hold * v.vec > hold_budget(call->op)) {
     v.hold = 0;
+    v.stats = CLNORM_STATS_WELFORD;
+  }
   if (v.tpr > 1 && v.wg / v.tpr > MAX_ROWS_PER_GROUP)
     v.wg = v.tpr * MAX_ROWS_PER_GROUP;
   *out = v;
+}
+
+/* Work-groups of `wg` work-items that one compute unit keeps busy: 2048 work-items, 1 to 8
+ * groups. */
+size_t clnorm__groups_per_cu(unsigned wg) {
+  const size_t per_cu = 2048 / (wg ? wg : 1);
+  return per_cu < 1 ? 1 : per_cu > 8 ? 8 : per_cu;
+}
+
+/* Work-groups per row for a forward call (1: no split). Few rows leave most of the device idle
+ * when a row is one group's work: split each row into chunks, until rows * splits fills the
+ * device or a chunk would give a work-item fewer than 4 vectors. Only variants with one row
+ * per group (tpr == wg) split; backward ops never do. */
+unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
+                             const clnorm_variant *v) {
+  if (clnorm__op_backward(call->op) || v->tpr != v->wg)
+    return 1;
+  const size_t fill = (size_t)info->compute_units * clnorm__groups_per_cu(v->wg);
+  const size_t min_chunk = (size_t)v->wg * v->vec * 4;
+  unsigned splits = 1;
+  while (splits < 1024 && call->rows * splits * 2 <= fill &&
+         call->cols / (2 * (size_t)splits) >= min_chunk)
+    splits *= 2;
+  return splits;
 }
 
 /* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
@@ -201,9 +264,20 @@ int clnorm_variant_format(const clnorm_variant *v, char *buf, size_t size) {
                   v->stats == CLNORM_STATS_TWOPASS ? "twopass" : "welford");
 }
 
-size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_variant *out,
-                           size_t cap) {
-  if (!ctx || (unsigned)op > CLNORM_OP_RMSNORM)
+size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
+                           clnorm_variant *out, size_t cap) {
+  if (!ctx || (unsigned)op >= CLNORM_OP_COUNT || (unsigned)dtype > CLNORM_BF16)
     return 0;
-  return clnorm__variant_list(&ctx->info, op, out, cap);
+  return clnorm__variant_list(&ctx->info, op, dtype, out, cap);
+}
+
+const char *clnorm_op_name(clnorm_op op) {
+  static const char *const names[CLNORM_OP_COUNT] = {
+      "layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm", "layernorm_bwd", "rmsnorm_bwd"};
+  return (unsigned)op < CLNORM_OP_COUNT ? names[op] : "unknown";
+}
+
+const char *clnorm_dtype_name(clnorm_dtype dtype) {
+  static const char *const names[3] = {"f32", "f16", "bf16"};
+  return (unsigned)dtype <= CLNORM_BF16 ? names[dtype] : "unknown";
 }

@@ -38,7 +38,7 @@ static int untouched(void) {
 }
 
 static clnorm_call base(clnorm_op op) {
-  clnorm_call c = {op, ROWS, COLS, CLNORM_F32, 1e-5f, {xb, 0, 0}, {yb, 0, 0}, gb, bb, mb, rb};
+  clnorm_call c = {.op = op, .rows = ROWS, .cols = COLS, .dtype = CLNORM_F32, .eps = 1e-5f, .x = {xb, 0, 0}, .y = {yb, 0, 0}, .gamma = gb, .beta = bb, .mean = mb, .rstd = rb};
   if (op == CLNORM_OP_RMSNORM) {
     c.beta = NULL;
     c.mean = NULL;
@@ -68,6 +68,247 @@ static void expect_invalid(const char *what, clnorm_ctx *ctx, cl_command_queue q
   if (!untouched())
     harness_fail("%s: an output was written", what);
   printf("  ok: %-44s -> %s\n", what, msg);
+}
+
+/* The four entry points of issue 4: residual (rb2), sum_out (sb), dy (db), dgamma (dgb),
+ * dbeta (dbb). Outputs (y, sum_out, dgamma, dbeta; mean and rstd of the add ops) hold the
+ * sentinel and must keep it. */
+static cl_mem resb, sb, dyb, dgb, dbb;
+
+static void reset_new(void) {
+  reset_outputs();
+  harness_fill(&h, sb, ROWS * COLS * 4, SENTINEL);
+  harness_fill(&h, dgb, COLS * 4, SENTINEL);
+  harness_fill(&h, dbb, COLS * 4, SENTINEL);
+}
+
+static int untouched_new(clnorm_op op) {
+  float s[ROWS * COLS], g[COLS], b[COLS];
+  clFinish(h.queue);
+  if (op >= CLNORM_OP_LAYERNORM_BWD) { /* mean and rstd are inputs: only y (dx) */
+    float y[ROWS * COLS];
+    harness_read(&h, yb, sizeof y, y);
+    for (size_t i = 0; i < ROWS * COLS; i++)
+      if (y[i] != SENTINEL)
+        return 0;
+  } else if (!untouched()) {
+    return 0;
+  }
+  harness_read(&h, sb, sizeof s, s);
+  harness_read(&h, dgb, sizeof g, g);
+  harness_read(&h, dbb, sizeof b, b);
+  for (size_t i = 0; i < ROWS * COLS; i++)
+    if (s[i] != SENTINEL)
+      return 0;
+  for (size_t i = 0; i < COLS; i++)
+    if (g[i] != SENTINEL || b[i] != SENTINEL)
+      return 0;
+  return 1;
+}
+
+static clnorm_call base_new(clnorm_op op) {
+  clnorm_call c = {.op = op,
+                   .rows = ROWS,
+                   .cols = COLS,
+                   .dtype = CLNORM_F32,
+                   .eps = 1e-5f,
+                   .x = {xb, 0, 0},
+                   .y = {yb, 0, 0},
+                   .gamma = gb,
+                   .beta = bb,
+                   .mean = mb,
+                   .rstd = rb};
+  if (op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM) {
+    c.residual = (clnorm_rows){resb, 0, 0};
+    c.sum_out = (clnorm_rows){sb, 0, 0};
+  } else {
+    c.eps = 0.0f;
+    c.beta = NULL;
+    c.dy = (clnorm_rows){dyb, 0, 0};
+    c.dgamma = dgb;
+    c.dbeta = dbb;
+    /* mean and rstd: the forward's outputs, inputs here */
+    harness_fill(&h, mb, ROWS * 4, 0.0f);
+    harness_fill(&h, rb, ROWS * 4, 1.0f);
+  }
+  if (op == CLNORM_OP_ADD_RMSNORM || op == CLNORM_OP_RMSNORM_BWD) {
+    c.beta = NULL;
+    c.mean = NULL;
+    c.dbeta = NULL;
+  }
+  return c;
+}
+
+static void expect_invalid_new(const char *what, clnorm_ctx *ctx, cl_command_queue queue,
+                               const clnorm_call *c, const char *must_mention) {
+  reset_new();
+  if (c->op >= CLNORM_OP_LAYERNORM_BWD) { /* the inputs mean and rstd, then dx's sentinel */
+    harness_fill(&h, mb, ROWS * 4, 0.0f);
+    harness_fill(&h, rb, ROWS * 4, 1.0f);
+  }
+  clFinish(h.queue);
+  clnorm_status st;
+  if (c->op == CLNORM_OP_ADD_LAYERNORM)
+    st = clnorm_add_layernorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->residual,
+                              c->sum_out, c->gamma, c->beta, c->y, c->mean, c->rstd, 0, NULL, NULL);
+  else if (c->op == CLNORM_OP_ADD_RMSNORM)
+    st = clnorm_add_rmsnorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->residual,
+                            c->sum_out, c->gamma, c->y, c->rstd, 0, NULL, NULL);
+  else if (c->op == CLNORM_OP_LAYERNORM_BWD)
+    st = clnorm_layernorm_backward(ctx, queue, c->rows, c->cols, c->dtype, c->dy, c->x, c->gamma,
+                                   c->mean, c->rstd, c->y, c->dgamma, c->dbeta, 0, NULL, NULL);
+  else
+    st = clnorm_rmsnorm_backward(ctx, queue, c->rows, c->cols, c->dtype, c->dy, c->x, c->gamma,
+                                 c->rstd, c->y, c->dgamma, 0, NULL, NULL);
+  const char *msg = clnorm_ctx_errmsg(ctx);
+  if (st != CLNORM_E_INVALID_ARG)
+    harness_fail("%s %s: expected CLNORM_E_INVALID_ARG, got %s", clnorm_op_name(c->op), what,
+                 clnorm_status_string(st));
+  else if (!msg || !*msg)
+    harness_fail("%s %s: empty error message", clnorm_op_name(c->op), what);
+  else if (must_mention && !strstr(msg, must_mention))
+    harness_fail("%s %s: message \"%s\" does not mention \"%s\"", clnorm_op_name(c->op), what, msg,
+                 must_mention);
+  if (!untouched_new(c->op))
+    harness_fail("%s %s: an output was written", clnorm_op_name(c->op), what);
+  printf("  ok: %-44s -> %s\n", what, msg);
+}
+
+static void new_ops(void) {
+  resb = harness_buffer(&h, ROWS * COLS * 4, NULL);
+  harness_fill(&h, resb, ROWS * COLS * 4, 0.5f);
+  sb = harness_buffer(&h, ROWS * COLS * 4, NULL);
+  dyb = harness_buffer(&h, ROWS * COLS * 4, NULL);
+  harness_fill(&h, dyb, ROWS * COLS * 4, 0.25f);
+  dgb = harness_buffer(&h, COLS * 4, NULL);
+  dbb = harness_buffer(&h, COLS * 4, NULL);
+  cl_int e;
+  cl_context other = clCreateContext(NULL, 1, &h.device, NULL, NULL, &e);
+  cl_command_queue oq = clCreateCommandQueue(other, h.device, 0, &e);
+  for (int o = CLNORM_OP_ADD_LAYERNORM; o <= CLNORM_OP_RMSNORM_BWD; o++) {
+    const clnorm_op op = (clnorm_op)o;
+    const int add = op <= CLNORM_OP_ADD_RMSNORM,
+              ln = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_LAYERNORM_BWD;
+    const char *yn = add ? "y" : "dx";
+    printf("%s:\n", clnorm_op_name(op));
+    /* a valid call first: the base is right */
+    clnorm_call c = base_new(op);
+    reset_new();
+    clnorm_status st = clnorm_run(h.ctx, h.queue, &c, NULL, 0, NULL, NULL);
+    clFinish(h.queue);
+    if (st != CLNORM_OK)
+      harness_fail("%s valid call: %s: %s", clnorm_op_name(op), clnorm_status_string(st),
+                   clnorm_ctx_errmsg(h.ctx));
+    expect_invalid_new("NULL context", NULL, h.queue, &c, "ctx");
+    expect_invalid_new("NULL queue", h.ctx, NULL, &c, "queue");
+    expect_invalid_new("queue of another context", h.ctx, oq, &c, "context");
+    c = base_new(op), c.x.buf = NULL;
+    expect_invalid_new("NULL x.buf", h.ctx, h.queue, &c, "x.buf");
+    c = base_new(op), c.y.buf = NULL;
+    expect_invalid_new("NULL y/dx buf", h.ctx, h.queue, &c, yn);
+    c = base_new(op), c.cols = 0;
+    expect_invalid_new("cols == 0", h.ctx, h.queue, &c, "cols");
+    c = base_new(op), c.x.stride = COLS - 1;
+    expect_invalid_new("x.stride < cols", h.ctx, h.queue, &c, "x.stride");
+    c = base_new(op), c.y.stride = COLS - 1;
+    expect_invalid_new("y/dx stride < cols", h.ctx, h.queue, &c, "stride");
+    c = base_new(op), c.dtype = (clnorm_dtype)3;
+    expect_invalid_new("unknown dtype", h.ctx, h.queue, &c, "dtype");
+    c = base_new(op), c.x.offset = 1;
+    expect_invalid_new("x past its buffer", h.ctx, h.queue, &c, "does not fit");
+    c = base_new(op), c.dtype = CLNORM_F16, c.x.offset = ROWS * COLS + 1;
+    expect_invalid_new("f16 x past its buffer", h.ctx, h.queue, &c, "does not fit");
+    c = base_new(op), c.rows = ROWS + 1;
+    expect_invalid_new("rows past the buffers", h.ctx, h.queue, &c, "does not fit");
+    c = base_new(op), c.gamma = small;
+    expect_invalid_new("gamma too small", h.ctx, h.queue, &c, "gamma");
+    c = base_new(op), c.rstd = small;
+    expect_invalid_new("rstd too small", h.ctx, h.queue, &c, "rstd");
+    if (ln) {
+      c = base_new(op), c.mean = small;
+      expect_invalid_new("mean too small", h.ctx, h.queue, &c, "mean");
+    }
+    c = base_new(op), c.x.buf = yb, c.x.offset = 1, c.rows = ROWS - 1;
+    expect_invalid_new("x and y/dx overlap, not identical", h.ctx, h.queue, &c, "overlap");
+    if (add) {
+      c = base_new(op), c.eps = -1.0f;
+      expect_invalid_new("eps negative", h.ctx, h.queue, &c, "eps");
+      c = base_new(op), c.eps = NAN;
+      expect_invalid_new("eps NaN", h.ctx, h.queue, &c, "eps");
+      c = base_new(op), c.eps = INFINITY;
+      expect_invalid_new("eps Inf", h.ctx, h.queue, &c, "eps");
+      c = base_new(op), c.residual.buf = NULL;
+      expect_invalid_new("NULL residual.buf", h.ctx, h.queue, &c, "residual");
+      c = base_new(op), c.residual.stride = COLS - 1;
+      expect_invalid_new("residual.stride < cols", h.ctx, h.queue, &c, "residual.stride");
+      c = base_new(op), c.sum_out.stride = COLS - 1;
+      expect_invalid_new("sum_out.stride < cols", h.ctx, h.queue, &c, "sum_out.stride");
+      c = base_new(op), c.residual.offset = 1;
+      expect_invalid_new("residual past its buffer", h.ctx, h.queue, &c, "residual does not fit");
+      c = base_new(op), c.sum_out.offset = 1;
+      expect_invalid_new("sum_out past its buffer", h.ctx, h.queue, &c, "sum_out does not fit");
+      c = base_new(op), c.sum_out.buf = yb;
+      expect_invalid_new("sum_out == y", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.sum_out.buf = yb, c.sum_out.offset = COLS, c.rows = ROWS - 1;
+      expect_invalid_new("sum_out overlaps y", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.y.buf = resb, c.sum_out.buf = resb;
+      expect_invalid_new("y and sum_out both the residual", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.sum_out.buf = xb, c.sum_out.offset = 1, c.rows = ROWS - 1;
+      expect_invalid_new("sum_out overlaps x, not identical", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.y.buf = resb, c.y.stride = COLS + 1, c.rows = ROWS - 1;
+      expect_invalid_new("y overlaps residual, not identical", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.rstd = sb;
+      expect_invalid_new("rstd inside sum_out", h.ctx, h.queue, &c, "overlap");
+    } else {
+      c = base_new(op), c.dy.buf = NULL;
+      expect_invalid_new("NULL dy.buf", h.ctx, h.queue, &c, "dy");
+      c = base_new(op), c.dy.stride = COLS - 1;
+      expect_invalid_new("dy.stride < cols", h.ctx, h.queue, &c, "dy.stride");
+      c = base_new(op), c.dy.offset = 1;
+      expect_invalid_new("dy past its buffer", h.ctx, h.queue, &c, "dy does not fit");
+      c = base_new(op), c.rstd = NULL;
+      expect_invalid_new("backward without rstd", h.ctx, h.queue, &c, "rstd");
+      if (ln) {
+        c = base_new(op), c.mean = NULL;
+        expect_invalid_new("backward without mean", h.ctx, h.queue, &c, "mean");
+        c = base_new(op), c.dbeta = small;
+        expect_invalid_new("dbeta too small", h.ctx, h.queue, &c, "dbeta");
+        c = base_new(op), c.dbeta = dgb;
+        expect_invalid_new("dbeta == dgamma", h.ctx, h.queue, &c, "overlap");
+      }
+      c = base_new(op), c.dgamma = small;
+      expect_invalid_new("dgamma too small", h.ctx, h.queue, &c, "dgamma");
+      c = base_new(op), c.dgamma = yb;
+      expect_invalid_new("dgamma inside dx", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.dgamma = gb;
+      expect_invalid_new("dgamma == gamma", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.y.buf = dyb, c.y.offset = 1, c.rows = ROWS - 1;
+      expect_invalid_new("dx overlaps dy, not identical", h.ctx, h.queue, &c, "overlap");
+      c = base_new(op), c.y.buf = rb, c.rows = 1, c.cols = ROWS;
+      expect_invalid_new("dx over mean/rstd", h.ctx, h.queue, &c, "overlap");
+    }
+    /* valid in-place forms are accepted */
+    c = base_new(op);
+    if (add)
+      c.y = c.x, c.sum_out = c.residual;
+    else
+      c.y = c.dy;
+    reset_new();
+    st = clnorm_run(h.ctx, h.queue, &c, NULL, 0, NULL, NULL);
+    clFinish(h.queue);
+    if (st != CLNORM_OK)
+      harness_fail("%s in place: %s: %s", clnorm_op_name(op), clnorm_status_string(st),
+                   clnorm_ctx_errmsg(h.ctx));
+    harness_fill(&h, resb, ROWS * COLS * 4, 0.5f);
+    harness_fill(&h, dyb, ROWS * COLS * 4, 0.25f);
+  }
+  clReleaseCommandQueue(oq);
+  clReleaseContext(other);
+  clReleaseMemObject(resb);
+  clReleaseMemObject(sb);
+  clReleaseMemObject(dyb);
+  clReleaseMemObject(dgb);
+  clReleaseMemObject(dbb);
 }
 
 int main(void) {
@@ -247,6 +488,7 @@ int main(void) {
       }
     }
   }
+  new_ops();
   for (int s = 0; s <= 7; s++)
     if (!clnorm_status_string((clnorm_status)s) || !*clnorm_status_string((clnorm_status)s))
       harness_fail("clnorm_status_string(%d) is empty", s);

@@ -105,17 +105,15 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
   cl_mem yb = l->in_place ? xb : harness_buffer(h, y_elems * 4, NULL);
   cl_mem gb = harness_buffer(h, l->cols * 4, gamma), bb = harness_buffer(h, l->cols * 4, beta);
   cl_mem mb = harness_buffer(h, l->rows * 4, NULL), rb = harness_buffer(h, l->rows * 4, NULL);
-  clnorm_call call = {op,
-                      l->rows,
-                      l->cols,
-                      CLNORM_F32,
-                      1e-5f,
-                      {xb, l->x_off, l->x_stride},
-                      {yb, y_off, l->in_place ? l->x_stride : l->y_stride},
-                      gb,
-                      NULL,
-                      NULL,
-                      rb};
+  clnorm_call call = {.op = op,
+                      .rows = l->rows,
+                      .cols = l->cols,
+                      .dtype = CLNORM_F32,
+                      .eps = 1e-5f,
+                      .x = {xb, l->x_off, l->x_stride},
+                      .y = {yb, y_off, l->in_place ? l->x_stride : l->y_stride},
+                      .gamma = gb,
+                      .rstd = rb};
   if (op == CLNORM_OP_LAYERNORM) {
     call.beta = bb;
     call.mean = mb;
@@ -186,9 +184,9 @@ int main(void) {
   size_t runs = 0;
   for (int o = 0; o < 2; o++) {
     const clnorm_op op = o == 0 ? CLNORM_OP_LAYERNORM : CLNORM_OP_RMSNORM;
-    const size_t nv = clnorm_variant_list(h.ctx, op, NULL, 0);
+    const size_t nv = clnorm_variant_list(h.ctx, op, CLNORM_F32, NULL, 0);
     clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
-    clnorm_variant_list(h.ctx, op, vars, nv);
+    clnorm_variant_list(h.ctx, op, CLNORM_F32, vars, nv);
     if (nv == 0)
       harness_fail("no variants listed");
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {

@@ -73,17 +73,17 @@ static void *worker(void *arg) {
     clEnqueueFillBuffer(q, rb, &nan, 4, 0, MAX_ROWS * 4, 0, NULL, NULL);
     const int affine = opts & 1, want_mean = op == CLNORM_OP_LAYERNORM && (opts & 2),
               want_rstd = (opts & 4) != 0;
-    const clnorm_call call = {op,
-                              rows,
-                              cols,
-                              CLNORM_F32,
-                              1e-5f,
-                              {xb, 0, 0},
-                              {yb, 0, 0},
-                              affine ? gb : NULL,
-                              affine && op == CLNORM_OP_LAYERNORM ? bb : NULL,
-                              want_mean ? mb : NULL,
-                              want_rstd ? rb : NULL};
+    const clnorm_call call = {.op = op,
+                              .rows = rows,
+                              .cols = cols,
+                              .dtype = CLNORM_F32,
+                              .eps = 1e-5f,
+                              .x = {xb, 0, 0},
+                              .y = {yb, 0, 0},
+                              .gamma = affine ? gb : NULL,
+                              .beta = affine && op == CLNORM_OP_LAYERNORM ? bb : NULL,
+                              .mean = want_mean ? mb : NULL,
+                              .rstd = want_rstd ? rb : NULL};
     /* every third call forces a variant of the pool that takes the call */
     const clnorm_variant *v = NULL;
     if (i % 3 == 0 && pool_size[op]) {
@@ -156,9 +156,9 @@ static void *worker(void *arg) {
 int main(void) {
   harness_open(&h, "test_threads");
   for (int o = 0; o < 2; o++) {
-    const size_t nv = clnorm_variant_list(h.ctx, (clnorm_op)o, NULL, 0);
+    const size_t nv = clnorm_variant_list(h.ctx, (clnorm_op)o, CLNORM_F32, NULL, 0);
     clnorm_variant *all = malloc((nv ? nv : 1) * sizeof *all);
-    clnorm_variant_list(h.ctx, (clnorm_op)o, all, nv);
+    clnorm_variant_list(h.ctx, (clnorm_op)o, CLNORM_F32, all, nv);
     /* spread over the list, which runs from small to large work-groups */
     pool_size[o] = nv < POOL ? nv : POOL;
     for (size_t p = 0; p < pool_size[o]; p++)

@@ -136,8 +136,13 @@ static void *prebuild_worker(void *arg) {
     for (unsigned w = 1; w <= pb->v[i].vec; w *= 2) {
       if (!pb->exhaustive && w != pb->v[i].vec && w != pb->narrow[i])
         continue;
-      const clnorm_call call = {pb->op,         1,    w,    CLNORM_F32, 1e-5f, {probe, 0, 0},
-                                {probe, 32, 0}, NULL, NULL, NULL,       NULL};
+      const clnorm_call call = {.op = pb->op,
+                                .rows = 1,
+                                .cols = w,
+                                .dtype = CLNORM_F32,
+                                .eps = 1e-5f,
+                                .x = {probe, 0, 0},
+                                .y = {probe, 32, 0}};
       if (clnorm_variant_check(pb->h->ctx, &call, &pb->v[i]) == CLNORM_OK)
         clnorm_run(pb->h->ctx, q, &call, &pb->v[i], 0, NULL, NULL);
     }
@@ -211,10 +216,10 @@ int main(int argc, char **argv) {
   if (exhaustive)
     printf("CLNORM_TEST_EXHAUSTIVE: every variant on every shape\n");
   const double t0 = now();
-  const size_t nv = clnorm_variant_list(h.ctx, op, NULL, 0);
+  const size_t nv = clnorm_variant_list(h.ctx, op, CLNORM_F32, NULL, 0);
   clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
   unsigned *narrow = malloc((nv ? nv : 1) * sizeof *narrow);
-  clnorm_variant_list(h.ctx, op, vars, nv);
+  clnorm_variant_list(h.ctx, op, CLNORM_F32, vars, nv);
   if (nv == 0)
     harness_fail("no variants listed for %s", op_name);
   for (size_t k = 0; k < nv; k++)
@@ -268,17 +273,15 @@ int main(int argc, char **argv) {
     cl_mem xb = harness_buffer(&h, n * 4, x), yb = harness_buffer(&h, n * 4, NULL);
     cl_mem gb = harness_buffer(&h, cols * 4, gamma), bb = harness_buffer(&h, cols * 4, beta);
     cl_mem mb = harness_buffer(&h, rows * 4, NULL), rb = harness_buffer(&h, rows * 4, NULL);
-    clnorm_call call = {op,
-                        rows,
-                        cols,
-                        CLNORM_F32,
-                        1e-5f,
-                        {xb, 0, 0},
-                        {yb, 0, 0},
-                        with_affine ? gb : NULL,
-                        NULL,
-                        NULL,
-                        with_rstd ? rb : NULL};
+    clnorm_call call = {.op = op,
+                        .rows = rows,
+                        .cols = cols,
+                        .dtype = CLNORM_F32,
+                        .eps = 1e-5f,
+                        .x = {xb, 0, 0},
+                        .y = {yb, 0, 0},
+                        .gamma = with_affine ? gb : NULL,
+                        .rstd = with_rstd ? rb : NULL};
     if (op == CLNORM_OP_LAYERNORM) {
       call.beta = with_affine ? bb : NULL;
       call.mean = with_mean ? mb : NULL;
@@ -388,18 +391,14 @@ int main(int argc, char **argv) {
      * work-group size) is not one the device accepts: report it, do not count it as a miss. A
      * call whose row fits any hold checks it: one row of tpr * vec * max(hold, 1) elements. */
     cl_mem probe_buf = harness_buffer(&h, (size_t)vars[k].tpr * vars[k].vec * 16 * 4, NULL);
-    const clnorm_call probe = {op,
-                               1,
-                               (size_t)vars[k].tpr * vars[k].vec *
-                                   (vars[k].hold ? vars[k].hold : 1),
-                               CLNORM_F32,
-                               1e-5f,
-                               {probe_buf, 0, 0},
-                               {probe_buf, 0, 0},
-                               NULL,
-                               NULL,
-                               NULL,
-                               NULL};
+    const clnorm_call probe = {.op = op,
+                               .rows = 1,
+                               .cols = (size_t)vars[k].tpr * vars[k].vec *
+                                       (vars[k].hold ? vars[k].hold : 1),
+                               .dtype = CLNORM_F32,
+                               .eps = 1e-5f,
+                               .x = {probe_buf, 0, 0},
+                               .y = {probe_buf, 0, 0}};
     const clnorm_status ps = clnorm_variant_check(h.ctx, &probe, &vars[k]);
     const int refused_after_build =
         ps == CLNORM_E_UNSUPPORTED && strstr(clnorm_ctx_errmsg(h.ctx), "built kernel allows");

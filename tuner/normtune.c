@@ -41,10 +41,18 @@ static void die(int code, const char *fmt, ...) {
 
 /* ---- options ---------------------------------------------------------------------------- */
 
+#define DTYPE_COUNT 3
+#define ALL_OPS ((1u << CLNORM_OP_COUNT) - 1u)
+#define ALL_DTYPES ((1u << DTYPE_COUNT) - 1u)
+#define NORM_OPS ((1u << CLNORM_OP_LAYERNORM) | (1u << CLNORM_OP_RMSNORM))
+#define MAX_GRID 64
+
 typedef struct options {
   const char *device, *db, *strategy, *file;
-  char ops[64], dtypes[64];
+  unsigned ops, dtypes; /* bit 1 << op, 1 << dtype; 0: not given (each command has a default) */
   size_t cols[64], ncols, rows[64], nrows;
+  size_t grid_rows[MAX_GRID], grid_cols[MAX_GRID], ngrid; /* bench --grid */
+  const char *grid;
   double budget;      /* seconds; 0: none */
   double fraction;    /* random / anneal: share of the candidates to evaluate */
   unsigned long seed; /* random / anneal */
@@ -69,30 +77,87 @@ static size_t parse_list(const char *text, size_t *out, size_t cap, const char *
   return n;
 }
 
-static int has_word(const char *list, const char *word) {
-  const size_t n = strlen(word);
-  for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
-    if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-      return 1;
-  return 0;
+static const char *op_name(clnorm_op op) { return clnorm_op_name(op); }
+
+static const char *dtype_name(clnorm_dtype d) { return clnorm_dtype_name(d); }
+
+static const char *op_name_at(int i) { return clnorm_op_name((clnorm_op)i); }
+
+static const char *dtype_name_at(int i) { return clnorm_dtype_name((clnorm_dtype)i); }
+
+/* A comma-separated list of the names name(0..count-1), or "all", as a bit mask. */
+static unsigned parse_names(const char *text, const char *(*name)(int), int count,
+                            const char *what) {
+  char copy[256], known[256] = "";
+  for (int i = 0; i < count; i++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+             name(i));
+  if (strlen(text) >= sizeof copy)
+    die(EXIT_USAGE, "%s: \"%s\" is too long", what, text);
+  snprintf(copy, sizeof copy, "%s", text);
+  unsigned mask = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int i = 0;
+    if (strcmp(tok, "all") == 0) {
+      mask |= (1u << count) - 1u;
+      continue;
+    }
+    while (i < count && strcmp(tok, name(i)) != 0)
+      i++;
+    if (i == count)
+      die(EXIT_USAGE, "%s: unknown value \"%s\" (known: %s, all)", what, tok, known);
+    mask |= 1u << i;
+  }
+  if (mask == 0)
+    die(EXIT_USAGE, "%s: no value given (known: %s, all)", what, known);
+  return mask;
 }
 
-static void check_words(const char *list, const char *const *allowed, const char *what) {
-  char copy[64];
-  snprintf(copy, sizeof copy, "%s", list);
-  for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
-    int ok = 0;
-    for (const char *const *a = allowed; *a; a++)
-      ok |= strcmp(tok, *a) == 0;
-    if (!ok)
-      die(EXIT_USAGE, "%s: unknown value \"%s\"", what, tok);
+/* The shapes of `bench --grid gpu` (rows x cols): a transformer's inference and training
+ * shapes, from one row to 64M-element matrices, short rows to 4M-element rows. */
+static const size_t gpu_grid[][2] = {
+    {1, 4096},     {8, 1024},     {32, 2048},     {128, 4096},   {512, 256},  {512, 1024},
+    {512, 4096},   {1024, 1024},  {4096, 768},    {4096, 4096},  {8192, 8192}, {16384, 4096},
+    {32768, 1024}, {65536, 512},  {4096, 16384},  {256, 65536},  {16, 4194304}};
+
+/* --grid gpu, or a list ROWSxCOLS,ROWSxCOLS,... */
+static void parse_grid(const char *text, options *o) {
+  o->grid = text;
+  o->ngrid = 0;
+  if (strcmp(text, "gpu") == 0) {
+    for (size_t i = 0; i < sizeof gpu_grid / sizeof gpu_grid[0]; i++) {
+      o->grid_rows[i] = gpu_grid[i][0];
+      o->grid_cols[i] = gpu_grid[i][1];
+    }
+    o->ngrid = sizeof gpu_grid / sizeof gpu_grid[0];
+    return;
   }
+  const char *p = text;
+  while (*p) {
+    char *end;
+    errno = 0;
+    const unsigned long long rows = strtoull(p, &end, 10);
+    if (end == p || errno || rows == 0 || *end != 'x')
+      die(EXIT_USAGE, "--grid: \"%s\" is neither gpu nor a list ROWSxCOLS,... (e.g. 64x1024)",
+          text);
+    p = end + 1;
+    const unsigned long long cols = strtoull(p, &end, 10);
+    if (end == p || errno || cols == 0 || (*end && *end != ','))
+      die(EXIT_USAGE, "--grid: \"%s\" is neither gpu nor a list ROWSxCOLS,... (e.g. 64x1024)",
+          text);
+    if (o->ngrid == MAX_GRID)
+      die(EXIT_USAGE, "--grid: at most %d shapes", MAX_GRID);
+    o->grid_rows[o->ngrid] = (size_t)rows;
+    o->grid_cols[o->ngrid++] = (size_t)cols;
+    p = *end ? end + 1 : end;
+  }
+  if (o->ngrid == 0)
+    die(EXIT_USAGE, "--grid: no shape given");
 }
 
 static void parse_options(int argc, char **argv, int first, options *o) {
   memset(o, 0, sizeof *o);
-  snprintf(o->ops, sizeof o->ops, "layernorm,rmsnorm");
-  snprintf(o->dtypes, sizeof o->dtypes, "f32,f16,bf16");
   o->strategy = "anneal";
   o->fraction = 0.3;
   o->seed = 1;
@@ -108,13 +173,15 @@ static void parse_options(int argc, char **argv, int first, options *o) {
     else if (TAKE("--strategy"))
       o->strategy = v;
     else if (TAKE("--ops"))
-      snprintf(o->ops, sizeof o->ops, "%s", v);
+      o->ops = parse_names(v, op_name_at, CLNORM_OP_COUNT, "--ops");
     else if (TAKE("--dtypes"))
-      snprintf(o->dtypes, sizeof o->dtypes, "%s", v);
+      o->dtypes = parse_names(v, dtype_name_at, DTYPE_COUNT, "--dtypes");
     else if (TAKE("--cols"))
       o->ncols = parse_list(v, o->cols, 64, "--cols");
     else if (TAKE("--rows"))
       o->nrows = parse_list(v, o->rows, 64, "--rows");
+    else if (TAKE("--grid"))
+      parse_grid(v, o);
     else if (TAKE("--budget")) {
       char *end;
       o->budget = strtod(v, &end);
@@ -137,20 +204,21 @@ static void parse_options(int argc, char **argv, int first, options *o) {
       die(EXIT_USAGE, "unknown argument \"%s\" (see normtune --help)", a);
 #undef TAKE
   }
-  static const char *const ops[] = {"layernorm", "rmsnorm", NULL};
-  static const char *const dtypes[] = {"f32", "f16", "bf16", NULL};
-  static const char *const strategies[] = {"exhaustive", "random", "anneal", NULL};
-  check_words(o->ops, ops, "--ops");
-  check_words(o->dtypes, dtypes, "--dtypes");
-  check_words(o->strategy, strategies, "--strategy");
+  if (strcmp(o->strategy, "exhaustive") != 0 && strcmp(o->strategy, "random") != 0 &&
+      strcmp(o->strategy, "anneal") != 0)
+    die(EXIT_USAGE, "--strategy: unknown value \"%s\" (known: exhaustive, random, anneal)",
+        o->strategy);
 }
 
-static const char *op_name(clnorm_op op) {
-  return op == CLNORM_OP_LAYERNORM ? "layernorm" : "rmsnorm";
-}
-
-static const char *dtype_name(clnorm_dtype d) {
-  return d == CLNORM_F32 ? "f32" : d == CLNORM_F16 ? "f16" : "bf16";
+/* The most variants any op and dtype has on this device: room for one list. */
+static size_t variant_capacity(const clnorm_ctx *ctx) {
+  size_t most = 0;
+  for (int op = 0; op < CLNORM_OP_COUNT; op++)
+    for (int d = 0; d <= CLNORM_BF16; d++) {
+      const size_t n = clnorm_variant_list(ctx, (clnorm_op)op, (clnorm_dtype)d, NULL, 0);
+      most = n > most ? n : most;
+    }
+  return most;
 }
 
 /* ---- database --------------------------------------------------------------------------- */
@@ -186,7 +254,8 @@ static clnorm_db *open_db_write(const char *path) {
 typedef struct session {
   tool_device dev;
   cl_context context;
-  cl_command_queue queue;
+  cl_command_queue queue; /* profiling on: every timing */
+  cl_command_queue plain; /* profiling off, made on first use: bench's back-to-back wall time */
   clnorm_ctx *ctx;
   clnorm_device_identity identity;
   uint64_t hash;
@@ -216,82 +285,67 @@ static void session_open(const options *o, session *s) {
 
 static void session_close(session *s) {
   clnorm_ctx_destroy(s->ctx);
+  if (s->plain)
+    clReleaseCommandQueue(s->plain);
   clReleaseCommandQueue(s->queue);
   clReleaseContext(s->context);
 }
 
-/* ---- one shape: buffers, reference, verification, timing --------------------------------- */
+/* ---- one shape: data, buffers, reference checks, timing ---------------------------------- */
 
-#define VERIFY_ROWS 40 /* rows of the reduced verification shape, adversarial rows included */
-#define MAX_SETS 8     /* input/output sets rotated so large shapes are not timed from cache */
+#define VERIFY_ROWS 40  /* rows of the reduced verification shape, adversarial rows included */
+#define MAX_SETS 8      /* input/output sets rotated so large shapes are not timed from cache */
+#define POOL_SIZE 65536 /* normals drawn once to fill large matrices from; a power of 2 */
 
-typedef struct shape {
-  clnorm_op op;
+/* Tolerances: see check_rows. */
+#define TOL_FWD 1e-5 /* forward outputs, relative to the row's largest |ref|; mean and rstd */
+#define TOL_ADV 2e-4 /* the row of 1e4 + N(0,1) */
+#define TOL_BWD 1e-4 /* dx relative to its scale; dgamma, dbeta relative to their largest |ref| */
+
+/* The matrices of a call. */
+enum { MAT_X, MAT_Y, MAT_RES, MAT_SUM, MAT_DY, MATS };
+
+static int uses_matrix(clnorm_op op, int m) {
+  if (m == MAT_RES || m == MAT_SUM)
+    return clnorm__op_add(op);
+  if (m == MAT_DY)
+    return clnorm__op_backward(op);
+  return 1;
+}
+
+static int is_input(int m) { return m == MAT_X || m == MAT_RES || m == MAT_DY; }
+
+static int has_beta(clnorm_op op) { return !clnorm__op_rms(op) && !clnorm__op_backward(op); }
+
+static int has_mean(clnorm_op op) { return !clnorm__op_rms(op); }
+
+/* Inputs of one shape on the host, as the dtype's values held in floats: what the device gets
+ * and what the reference reads. */
+typedef struct host_data {
   clnorm_dtype dtype;
   size_t rows, cols;
-  /* verification: host data, reference, device buffers */
-  size_t vrows;
-  float *vx, *vy, *vmean, *vrstd;
-  double *ref_y, *ref_mean, *ref_rstd;
-  cl_mem vxb, vyb, vmeanb, vrstdb;
-  /* timing */
-  size_t sets;
-  cl_mem x[MAX_SETS], y[MAX_SETS], mean, rstd;
-  cl_mem gamma, beta;
-  float *host_gamma, *host_beta;
-} shape;
+  float *x, *res, *dy; /* rows x cols, dense; res and dy NULL when not made */
+  float *gamma, *beta; /* cols */
+  float *mean, *rstd;  /* backward inputs: the float64 forward's statistics as float32 */
+  int stats;           /* which statistics mean/rstd hold: 0 none, 1 LayerNorm, 2 RMSNorm */
+} host_data;
 
-static clnorm_call shape_call(const shape *sh, size_t set, int verify) {
-  clnorm_call c;
-  memset(&c, 0, sizeof c);
-  c.op = sh->op;
-  c.dtype = sh->dtype;
-  c.rows = verify ? sh->vrows : sh->rows;
-  c.cols = sh->cols;
-  c.eps = 1e-5f;
-  c.x.buf = verify ? sh->vxb : sh->x[set];
-  c.y.buf = verify ? sh->vyb : sh->y[set];
-  c.gamma = sh->gamma;
-  c.beta = sh->op == CLNORM_OP_LAYERNORM ? sh->beta : NULL;
-  c.mean = sh->op == CLNORM_OP_LAYERNORM ? (verify ? sh->vmeanb : sh->mean) : NULL;
-  c.rstd = verify ? sh->vrstdb : sh->rstd;
-  return c;
+static void host_data_free(host_data *hd) {
+  free(hd->x);
+  free(hd->res);
+  free(hd->dy);
+  free(hd->gamma);
+  free(hd->beta);
+  free(hd->mean);
+  free(hd->rstd);
+  memset(hd, 0, sizeof *hd);
 }
 
-static cl_mem make_buffer(session *s, size_t bytes, const void *host) {
-  cl_int e;
-  cl_mem m = clCreateBuffer(s->context, host ? CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE, bytes,
-                            (void *)host, &e);
-  return e == CL_SUCCESS ? m : NULL;
-}
-
-static void shape_free(shape *sh) {
-  cl_mem all[] = {sh->vxb, sh->vyb, sh->vmeanb, sh->vrstdb, sh->mean, sh->rstd, sh->gamma,
-                  sh->beta};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (all[i])
-      clReleaseMemObject(all[i]);
-  for (size_t i = 0; i < MAX_SETS; i++) {
-    if (sh->x[i])
-      clReleaseMemObject(sh->x[i]);
-    if (sh->y[i])
-      clReleaseMemObject(sh->y[i]);
-  }
-  free(sh->vx);
-  free(sh->vy);
-  free(sh->vmean);
-  free(sh->vrstd);
-  free(sh->ref_y);
-  free(sh->ref_mean);
-  free(sh->ref_rstd);
-  free(sh->host_gamma);
-  free(sh->host_beta);
-  memset(sh, 0, sizeof *sh);
-}
-
-/* Data for rows [0, rows): N(0,1) with a per-row shift and scale; in the verification set,
- * row 0 is 1e4 + N(0,1) (where E[x^2] - E[x]^2 fails), row 1 holds a NaN and row 2 an Inf. */
-static void fill_rows(float *x, size_t rows, size_t cols, clnorm_rng *rng, int adversarial) {
+/* Rows of N(0,1) with a per-row shift and scale, each element drawn. The verification set's
+ * rows 0..2 are adversarial: row 0 is 1e4 + N(0,1) (where E[x^2] - E[x]^2 fails); with
+ * `special`, row 1 holds a NaN and row 2 an Inf. */
+static void fill_rows(float *x, size_t rows, size_t cols, clnorm_rng *rng, int adversarial,
+                      int special) {
   for (size_t r = 0; r < rows; r++) {
     const double shift = (clnorm_rng_uniform(rng) - 0.5) * 4.0;
     const double scale = 0.5 + 2.0 * clnorm_rng_uniform(rng);
@@ -301,158 +355,731 @@ static void fill_rows(float *x, size_t rows, size_t cols, clnorm_rng *rng, int a
   if (adversarial && rows >= 3) {
     for (size_t i = 0; i < cols; i++)
       x[i] = (float)(1e4 + clnorm_rng_normal(rng));
-    x[cols + (size_t)(clnorm_rng_uniform(rng) * (double)cols)] = NAN;
-    x[2 * cols + (size_t)(clnorm_rng_uniform(rng) * (double)cols)] = INFINITY;
+    if (special) {
+      x[cols + (size_t)(clnorm_rng_uniform(rng) * (double)cols)] = NAN;
+      x[2 * cols + (size_t)(clnorm_rng_uniform(rng) * (double)cols)] = INFINITY;
+    }
   }
 }
 
-/* Sets up a shape; 0 with a message when it does not fit the device. */
-static int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows,
-                      size_t cols, char *why, size_t why_size) {
-  memset(sh, 0, sizeof *sh);
-  sh->op = op;
-  sh->dtype = dtype;
-  sh->rows = rows;
-  sh->cols = cols;
-  const double bytes = (double)rows * (double)cols * 4.0;
-  const double budget = (double)s->global_mem * 0.6;
-  if (bytes > (double)s->max_alloc || 2.0 * bytes > budget) {
-    snprintf(why, why_size, "%zu x %zu needs %.0f MiB per buffer: more than this device allows",
-             rows, cols, bytes / 1048576.0);
+/* The same kind of rows for large matrices, from a pool of normals at a random start per row:
+ * drawing every element (a logarithm and a cosine each) would take seconds per matrix. */
+static void fill_rows_pooled(float *x, size_t rows, size_t cols, clnorm_rng *rng,
+                             const float *pool) {
+  for (size_t r = 0; r < rows; r++) {
+    const double shift = (clnorm_rng_uniform(rng) - 0.5) * 4.0;
+    const double scale = 0.5 + 2.0 * clnorm_rng_uniform(rng);
+    const size_t start = (size_t)(clnorm_rng_next(rng) & (POOL_SIZE - 1));
+    float *row = x + r * cols;
+    for (size_t i = 0; i < cols; i++)
+      row[i] = (float)(shift + scale * (double)pool[(start + i) & (POOL_SIZE - 1)]);
+  }
+}
+
+static void store_all(float *v, size_t n, clnorm_dtype dtype) {
+  if (dtype != CLNORM_F32)
+    for (size_t i = 0; i < n; i++)
+      v[i] = clnorm_ref_store(v[i], dtype);
+}
+
+/* Makes x (and residual and dy when asked), gamma and beta for rows x cols of dtype. gamma and
+ * beta depend on seed and cols alone. verification: every element drawn, adversarial rows
+ * (NaN and Inf rows only for forward ops: `special`); else pooled. 0 when out of memory. */
+static int host_data_make(host_data *hd, clnorm_dtype dtype, size_t rows, size_t cols,
+                          int want_res, int want_dy, uint64_t seed, int verification,
+                          int special) {
+  memset(hd, 0, sizeof *hd);
+  hd->dtype = dtype;
+  hd->rows = rows;
+  hd->cols = cols;
+  const size_t n = rows * cols;
+  hd->x = malloc(n * sizeof(float));
+  hd->res = want_res ? malloc(n * sizeof(float)) : NULL;
+  hd->dy = want_dy ? malloc(n * sizeof(float)) : NULL;
+  hd->gamma = malloc(cols * sizeof(float));
+  hd->beta = malloc(cols * sizeof(float));
+  float *pool = verification ? NULL : malloc(POOL_SIZE * sizeof(float));
+  if (!hd->x || (want_res && !hd->res) || (want_dy && !hd->dy) || !hd->gamma || !hd->beta ||
+      (!verification && !pool)) {
+    free(pool);
+    host_data_free(hd);
     return 0;
   }
-  /* Enough sets that one pass over them is at least 4x the last-level cache (64 MiB when the
-   * device does not say), within the memory budget. */
-  const double cache = s->cache > 0 ? (double)s->cache : 64.0 * 1048576.0;
-  size_t sets = (size_t)ceil(4.0 * cache / (2.0 * bytes));
-  sets = sets < 1 ? 1 : sets > MAX_SETS ? MAX_SETS : sets;
-  while (sets > 1 && 2.0 * bytes * (double)sets > budget)
-    sets--;
-  sh->sets = sets;
   clnorm_rng rng;
-  clnorm_rng_seed(&rng, 0x5eed0000u + cols);
-  sh->host_gamma = malloc(cols * sizeof(float));
-  sh->host_beta = malloc(cols * sizeof(float));
-  sh->vrows = rows < VERIFY_ROWS ? (rows < 3 ? 3 : rows) : VERIFY_ROWS;
-  const size_t vn = sh->vrows * cols;
-  sh->vx = malloc(vn * sizeof(float));
-  sh->vy = malloc(vn * sizeof(float));
-  sh->vmean = malloc(sh->vrows * sizeof(float));
-  sh->vrstd = malloc(sh->vrows * sizeof(float));
-  sh->ref_y = malloc(vn * sizeof(double));
-  sh->ref_mean = malloc(sh->vrows * sizeof(double));
-  sh->ref_rstd = malloc(sh->vrows * sizeof(double));
-  float *data = malloc((size_t)bytes);
-  if (!sh->host_gamma || !sh->host_beta || !sh->vx || !sh->vy || !sh->vmean || !sh->vrstd ||
-      !sh->ref_y || !sh->ref_mean || !sh->ref_rstd || !data) {
-    free(data);
-    shape_free(sh);
-    snprintf(why, why_size, "out of host memory for %zu x %zu", rows, cols);
+  clnorm_rng_seed(&rng, seed);
+  for (size_t i = 0; i < cols; i++) {
+    hd->gamma[i] = (float)(0.5 + clnorm_rng_uniform(&rng));
+    hd->beta[i] = (float)(clnorm_rng_uniform(&rng) - 0.5);
+  }
+  if (verification) {
+    fill_rows(hd->x, rows, cols, &rng, 1, special);
+    if (hd->res)
+      fill_rows(hd->res, rows, cols, &rng, 0, 0);
+    if (hd->dy)
+      fill_rows(hd->dy, rows, cols, &rng, 0, 0);
+  } else {
+    for (size_t i = 0; i < POOL_SIZE; i++)
+      pool[i] = (float)clnorm_rng_normal(&rng);
+    fill_rows_pooled(hd->x, rows, cols, &rng, pool);
+    if (hd->res)
+      fill_rows_pooled(hd->res, rows, cols, &rng, pool);
+    if (hd->dy)
+      fill_rows_pooled(hd->dy, rows, cols, &rng, pool);
+    free(pool);
+  }
+  store_all(hd->x, n, dtype);
+  if (hd->res)
+    store_all(hd->res, n, dtype);
+  if (hd->dy)
+    store_all(hd->dy, n, dtype);
+  store_all(hd->gamma, cols, dtype);
+  store_all(hd->beta, cols, dtype);
+  return 1;
+}
+
+static size_t ref_block_rows(size_t cols) {
+  const size_t block = ((size_t)1 << 20) / cols;
+  return block ? block : 1;
+}
+
+/* The backward's inputs mean and rstd: the float64 forward reference of x (LayerNorm, or
+ * RMSNorm when rms) rounded to float32, in blocks of rows. 0 when out of memory. */
+static int host_stats(host_data *hd, int rms) {
+  if (hd->stats == (rms ? 2 : 1))
+    return 1;
+  const size_t rows = hd->rows, cols = hd->cols, block = ref_block_rows(cols);
+  if (!hd->mean)
+    hd->mean = malloc(rows * sizeof(float));
+  if (!hd->rstd)
+    hd->rstd = malloc(rows * sizeof(float));
+  double *y = malloc((block < rows ? block : rows) * cols * sizeof(double));
+  double *mean = malloc(block * sizeof(double)), *rstd = malloc(block * sizeof(double));
+  const int ok = hd->mean && hd->rstd && y && mean && rstd;
+  for (size_t r0 = 0; ok && r0 < rows; r0 += block) {
+    const size_t n = rows - r0 < block ? rows - r0 : block;
+    if (rms)
+      clnorm_ref_rmsnorm(n, cols, hd->x + r0 * cols, cols, NULL, 1e-5, y, rstd);
+    else
+      clnorm_ref_layernorm(n, cols, hd->x + r0 * cols, cols, NULL, NULL, 1e-5, y, mean, rstd);
+    for (size_t k = 0; k < n; k++) {
+      hd->mean[r0 + k] = rms ? 0.0f : (float)mean[k];
+      hd->rstd[r0 + k] = (float)rstd[k];
+    }
+  }
+  free(y);
+  free(mean);
+  free(rstd);
+  hd->stats = ok ? (rms ? 2 : 1) : 0;
+  return ok;
+}
+
+/* dgamma (and dbeta) of the whole of hd, in float64, in blocks of rows. 0 when out of memory. */
+static int ref_weight_grads(clnorm_op op, const host_data *hd, double *dgamma, double *dbeta) {
+  const size_t rows = hd->rows, cols = hd->cols, block = ref_block_rows(cols);
+  const int rms = clnorm__op_rms(op);
+  double *dx = malloc((block < rows ? block : rows) * cols * sizeof(double));
+  double *dg = malloc(cols * sizeof(double)), *db = malloc(cols * sizeof(double));
+  const int ok = dx && dg && db;
+  for (size_t i = 0; ok && i < cols; i++) {
+    dgamma[i] = 0.0;
+    if (dbeta)
+      dbeta[i] = 0.0;
+  }
+  for (size_t r0 = 0; ok && r0 < rows; r0 += block) {
+    const size_t n = rows - r0 < block ? rows - r0 : block;
+    const size_t at = r0 * cols;
+    if (rms)
+      clnorm_ref_rmsnorm_backward(n, cols, hd->dy + at, cols, hd->x + at, cols, hd->gamma,
+                                  hd->rstd + r0, dx, dg);
+    else
+      clnorm_ref_layernorm_backward(n, cols, hd->dy + at, cols, hd->x + at, cols, hd->gamma,
+                                    hd->mean + r0, hd->rstd + r0, dx, dg, db);
+    for (size_t i = 0; i < cols; i++) {
+      dgamma[i] += dg[i];
+      if (dbeta)
+        dbeta[i] += db[i];
+    }
+  }
+  free(dx);
+  free(dg);
+  free(db);
+  return ok;
+}
+
+/* The worst errors of one checked run. */
+typedef struct errors {
+  double rel;       /* worst error relative to its scale (see check_rows): reported, stored */
+  double scaled;    /* worst error in units of its allowance: <= 1 passes */
+  const char *what; /* the output of the worst scaled error */
+} errors;
+
+static void note(errors *e, double rel, double scaled, const char *what, int count_rel) {
+  rel = isnan(rel) ? INFINITY : rel;
+  scaled = isnan(scaled) ? INFINITY : scaled;
+  if (count_rel && rel > e->rel)
+    e->rel = rel;
+  if (scaled > e->scaled) {
+    e->scaled = scaled;
+    e->what = what;
+  }
+}
+
+/* Checks n rows of outputs against the float64 reference of the same rows' inputs (dense,
+ * n x cols; fmean/frstd: the backward's inputs of these rows). got_* are NULL where the op has
+ * no such output. The measures (as tests/test_ops.c; M: the row's largest |ref|):
+ *   y:          |y - ref| <= TOL_FWD * M (float32); 1 ulp of the dtype at ref + TOL_FWD * M
+ *               (float16, bfloat16: the float32 result rounded once, plus float32's error)
+ *   dx:         the same with TOL_BWD relative to max(M, rstd * max |gamma * dy|) of the row:
+ *               dx cancels, so float32's error is relative to its terms, not to dx
+ *   mean, rstd: relative error <= TOL_FWD
+ *   sum_out:    bit-exact against the reference h = x + residual rounded to dtype
+ * adversarial: row 0 is the row of 1e4 + N(0,1), held to TOL_ADV and left out of e->rel.
+ * e->rel is |got - ref| over the scale above (M, or dx's scale). 0 when out of memory. */
+static int check_rows(clnorm_op op, clnorm_dtype dtype, size_t n, size_t cols, const float *x,
+                      const float *res, const float *dy, const float *gamma, const float *beta,
+                      const float *fmean, const float *frstd, const float *got_y,
+                      const float *got_sum, const float *got_mean, const float *got_rstd,
+                      int adversarial, errors *e) {
+  const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op), rms = clnorm__op_rms(op);
+  const double ulps = dtype == CLNORM_F32 ? 0.0 : 1.0;
+  double *ref = malloc(n * cols * sizeof(double));
+  double *ref_mean = malloc(n * sizeof(double)), *ref_rstd = malloc(n * sizeof(double));
+  float *h = add ? malloc(n * cols * sizeof(float)) : NULL;
+  if (!ref || !ref_mean || !ref_rstd || (add && !h)) {
+    free(ref);
+    free(ref_mean);
+    free(ref_rstd);
+    free(h);
     return 0;
   }
-  for (size_t i = 0; i < cols; i++) {
-    sh->host_gamma[i] = (float)(0.5 + clnorm_rng_uniform(&rng));
-    sh->host_beta[i] = (float)(clnorm_rng_uniform(&rng) - 0.5);
-  }
-  fill_rows(sh->vx, sh->vrows, cols, &rng, 1);
-  if (op == CLNORM_OP_LAYERNORM)
-    clnorm_ref_layernorm(sh->vrows, cols, sh->vx, cols, sh->host_gamma, sh->host_beta, 1e-5,
-                         sh->ref_y, sh->ref_mean, sh->ref_rstd);
+  if (bwd && rms)
+    clnorm_ref_rmsnorm_backward(n, cols, dy, cols, x, cols, gamma, frstd, ref, NULL);
+  else if (bwd)
+    clnorm_ref_layernorm_backward(n, cols, dy, cols, x, cols, gamma, fmean, frstd, ref, NULL,
+                                  NULL);
+  else if (add && rms)
+    clnorm_ref_add_rmsnorm(n, cols, dtype, x, cols, res, cols, gamma, 1e-5, h, ref, ref_rstd);
+  else if (add)
+    clnorm_ref_add_layernorm(n, cols, dtype, x, cols, res, cols, gamma, beta, 1e-5, h, ref,
+                             ref_mean, ref_rstd);
+  else if (rms)
+    clnorm_ref_rmsnorm(n, cols, x, cols, gamma, 1e-5, ref, ref_rstd);
   else
-    clnorm_ref_rmsnorm(sh->vrows, cols, sh->vx, cols, sh->host_gamma, 1e-5, sh->ref_y,
-                       sh->ref_rstd);
-  fill_rows(data, rows, cols, &rng, 0);
-  int ok = (sh->gamma = make_buffer(s, cols * 4, sh->host_gamma)) &&
-           (sh->beta = make_buffer(s, cols * 4, sh->host_beta)) &&
-           (sh->vxb = make_buffer(s, vn * 4, sh->vx)) && (sh->vyb = make_buffer(s, vn * 4, NULL)) &&
-           (sh->vmeanb = make_buffer(s, sh->vrows * 4, NULL)) &&
-           (sh->vrstdb = make_buffer(s, sh->vrows * 4, NULL)) &&
-           (sh->mean = make_buffer(s, rows * 4, NULL)) &&
-           (sh->rstd = make_buffer(s, rows * 4, NULL));
-  for (size_t i = 0; ok && i < sets; i++)
-    ok = (sh->x[i] = make_buffer(s, (size_t)bytes, data)) &&
-         (sh->y[i] = make_buffer(s, (size_t)bytes, NULL));
-  free(data);
-  if (!ok) {
-    shape_free(sh);
-    snprintf(why, why_size, "cannot allocate device buffers for %zu x %zu", rows, cols);
+    clnorm_ref_layernorm(n, cols, x, cols, gamma, beta, 1e-5, ref, ref_mean, ref_rstd);
+  for (size_t r = 0; r < n; r++) {
+    const int adv = adversarial && r == 0;
+    const double tol = adv ? TOL_ADV : TOL_FWD;
+    const float *got = got_y + r * cols;
+    const double *want = ref + r * cols;
+    if (bwd) {
+      double m = 0.0, gmax = 0.0;
+      for (size_t i = 0; i < cols; i++) {
+        const double g = fabs((gamma ? (double)gamma[i] : 1.0) * (double)dy[r * cols + i]);
+        m = fabs(want[i]) > m ? fabs(want[i]) : m;
+        gmax = g > gmax ? g : gmax;
+      }
+      const double terms = (double)frstd[r] * gmax;
+      const double scale = m > 0.0 && terms > m ? terms / m : 1.0;
+      note(e, clnorm_ref_scaled_error(cols, got, want, dtype, 0.0, scale),
+           clnorm_ref_scaled_error(cols, got, want, dtype, ulps, TOL_BWD * scale), "dx", 1);
+      continue;
+    }
+    note(e, clnorm_ref_scaled_error(cols, got, want, dtype, 0.0, 1.0),
+         clnorm_ref_scaled_error(cols, got, want, dtype, ulps, tol), "y", !adv);
+    if (got_sum) {
+      /* bit-exact: err/tol is 0, or 1 + the ulps it is off (NaN where the reference is not) */
+      double worst = 0.0, largest = 0.0, diff = 0.0;
+      for (size_t i = 0; i < cols; i++) {
+        const float g = got_sum[r * cols + i], w = h[r * cols + i];
+        largest = isfinite(w) && fabs(w) > largest ? fabs(w) : largest;
+        if (memcmp(&g, &w, sizeof g) == 0 || (isnan(g) && isnan(w)))
+          continue;
+        const double off = fabs((double)g - (double)w);
+        diff = off > diff || isnan(off) ? off : diff;
+        const double ulps_off = 1.0 + off / clnorm_ref_ulp(w, dtype);
+        worst = ulps_off > worst || isnan(ulps_off) ? ulps_off : worst;
+      }
+      note(e, diff / (largest > 0.0 ? largest : 1.0), worst, "sum_out", !adv);
+    }
+    if (got_rstd) {
+      const double err = clnorm_ref_rel_error(got_rstd[r], ref_rstd[r]);
+      note(e, err, err / tol, "rstd", !adv);
+    }
+    if (got_mean) {
+      /* relative to |mean| + the row's standard deviation */
+      const double m = ref_mean[r];
+      const double err = isnan(m) ? (isnan(got_mean[r]) ? 0.0 : INFINITY)
+                                  : fabs((double)got_mean[r] - m) / (fabs(m) + 1.0 / ref_rstd[r]);
+      note(e, err, err / tol, "mean", !adv);
+    }
+  }
+  free(ref);
+  free(ref_mean);
+  free(ref_rstd);
+  free(h);
+  return 1;
+}
+
+/* The buffers of one call. */
+typedef struct operands {
+  size_t rows;
+  cl_mem mat[MATS];
+  cl_mem mean, rstd, dgamma, dbeta;
+} operands;
+
+typedef struct shape {
+  clnorm_op op;
+  clnorm_dtype dtype;
+  size_t rows, cols, es;
+  cl_mem gamma, beta;
+  /* the verification set (tune; bench without --grid): a reduced shape, adversarial rows */
+  host_data vdata;
+  operands vset;
+  /* the timing sets: own matrices, shared vectors */
+  size_t sets;
+  operands tset[MAX_SETS];
+} shape;
+
+static clnorm_call call_of(const shape *sh, const operands *o) {
+  clnorm_call c;
+  memset(&c, 0, sizeof c);
+  c.op = sh->op;
+  c.dtype = sh->dtype;
+  c.rows = o->rows;
+  c.cols = sh->cols;
+  c.eps = clnorm__op_backward(sh->op) ? 0.0f : 1e-5f;
+  c.x.buf = o->mat[MAT_X];
+  c.y.buf = o->mat[MAT_Y];
+  c.residual.buf = o->mat[MAT_RES];
+  c.sum_out.buf = o->mat[MAT_SUM];
+  c.dy.buf = o->mat[MAT_DY];
+  c.gamma = sh->gamma;
+  c.beta = has_beta(sh->op) ? sh->beta : NULL;
+  c.mean = o->mean;
+  c.rstd = o->rstd;
+  c.dgamma = o->dgamma;
+  c.dbeta = o->dbeta;
+  return c;
+}
+
+/* The call of timing set `set`. */
+static clnorm_call shape_call(const shape *sh, size_t set) { return call_of(sh, &sh->tset[set]); }
+
+static cl_mem make_buffer(session *s, size_t bytes, const void *host) {
+  cl_int e;
+  cl_mem m = clCreateBuffer(s->context, host ? CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE, bytes,
+                            (void *)host, &e);
+  return e == CL_SUCCESS ? m : NULL;
+}
+
+/* A buffer holding v[0..n) stored as dtype. */
+static cl_mem upload(session *s, clnorm_dtype dtype, const float *v, size_t n) {
+  if (dtype == CLNORM_F32)
+    return make_buffer(s, n * sizeof(float), v);
+  void *packed = malloc(n * 2);
+  if (!packed)
+    return NULL;
+  clnorm_ref_pack(dtype, v, n, packed);
+  cl_mem m = make_buffer(s, n * 2, packed);
+  free(packed);
+  return m;
+}
+
+static void release(cl_mem m) {
+  if (m)
+    clReleaseMemObject(m);
+}
+
+static void operands_free(operands *o, int vectors) {
+  for (int m = 0; m < MATS; m++)
+    release(o->mat[m]);
+  if (vectors) {
+    release(o->mean);
+    release(o->rstd);
+    release(o->dgamma);
+    release(o->dbeta);
+  }
+  memset(o, 0, sizeof *o);
+}
+
+static void shape_free(shape *sh) {
+  release(sh->gamma);
+  release(sh->beta);
+  operands_free(&sh->vset, 1);
+  for (size_t i = 0; i < MAX_SETS; i++)
+    operands_free(&sh->tset[i], i == 0); /* the timing sets share set 0's vectors */
+  host_data_free(&sh->vdata);
+  memset(sh, 0, sizeof *sh);
+}
+
+/* Device bytes of one set of a shape's matrices, and of everything with `sets` sets (vectors,
+ * and the backward's scratch for its partial weight-gradient sums: at most 256 MiB). */
+static double set_bytes(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols) {
+  double bytes = 0.0;
+  for (int m = 0; m < MATS; m++)
+    bytes += uses_matrix(op, m) ? (double)rows * (double)cols * (double)clnorm__dtype_size(dtype)
+                                : 0.0;
+  return bytes;
+}
+
+static double shape_bytes(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+                          size_t sets) {
+  const double scratch = clnorm__op_backward(op)
+                             ? fmin(256.0 * 1048576.0, 8.0 * (double)rows * (double)cols)
+                             : 0.0;
+  return (double)sets * set_bytes(op, dtype, rows, cols) + scratch +
+         6.0 * (double)cols * 4.0 + 2.0 * (double)rows * 4.0;
+}
+
+/* Whether a shape's buffers fit the device (one timing set); else 0 with the reason in why. */
+static int shape_fits(const session *s, clnorm_op op, clnorm_dtype dtype, size_t rows,
+                      size_t cols, char *why, size_t why_size) {
+  const double matrix = (double)rows * (double)cols * (double)clnorm__dtype_size(dtype);
+  const double budget = (double)s->global_mem * 0.6;
+  const double need = shape_bytes(op, dtype, rows, cols, 1);
+  if (matrix > (double)s->max_alloc) {
+    snprintf(why, why_size,
+             "%s %s %zu x %zu: one matrix is %.0f MiB, more than the device allocates at once "
+             "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.0f MiB)",
+             op_name(op), dtype_name(dtype), rows, cols, matrix / 1048576.0,
+             (double)s->max_alloc / 1048576.0);
+    return 0;
+  }
+  if (need > budget) {
+    snprintf(why, why_size,
+             "%s %s %zu x %zu needs %.0f MiB of device buffers, more than 60%% of the device's "
+             "memory (CL_DEVICE_GLOBAL_MEM_SIZE %.0f MiB)",
+             op_name(op), dtype_name(dtype), rows, cols, need / 1048576.0,
+             (double)s->global_mem / 1048576.0);
     return 0;
   }
   return 1;
 }
 
-/* Runs v on the verification set (outputs poisoned with NaN first) and returns the worst error
- * over y, mean and rstd; +INFINITY when a NaN/Inf row is not all NaN or a value is missing. */
-static double verify(session *s, shape *sh, const clnorm_variant *v, clnorm_status *st) {
-  const float nan = NAN;
-  const size_t vn = sh->vrows * sh->cols;
-  clEnqueueFillBuffer(s->queue, sh->vyb, &nan, sizeof nan, 0, vn * 4, 0, NULL, NULL);
-  clEnqueueFillBuffer(s->queue, sh->vmeanb, &nan, sizeof nan, 0, sh->vrows * 4, 0, NULL, NULL);
-  clEnqueueFillBuffer(s->queue, sh->vrstdb, &nan, sizeof nan, 0, sh->vrows * 4, 0, NULL, NULL);
-  const clnorm_call call = shape_call(sh, 0, 1);
-  *st = clnorm_run(s->ctx, s->queue, &call, v, 0, NULL, NULL);
-  if (*st != CLNORM_OK)
-    return INFINITY;
-  cl_int rc = clEnqueueReadBuffer(s->queue, sh->vyb, CL_TRUE, 0, vn * 4, sh->vy, 0, NULL, NULL);
-  rc |= clEnqueueReadBuffer(s->queue, sh->vrstdb, CL_TRUE, 0, sh->vrows * 4, sh->vrstd, 0, NULL,
-                           NULL);
-  if (sh->op == CLNORM_OP_LAYERNORM)
-    rc |= clEnqueueReadBuffer(s->queue, sh->vmeanb, CL_TRUE, 0, sh->vrows * 4, sh->vmean, 0, NULL,
-                             NULL);
-  if (rc != CL_SUCCESS) {
-    *st = CLNORM_E_OPENCL;
-    return INFINITY;
+/* Uploads the inputs of `in` (rows x cols) and makes the outputs of o. Vectors: mean and rstd
+ * (outputs, or the backward's inputs), dgamma and dbeta; left NULL with `vectors` 0. */
+static int operands_make(session *s, const shape *sh, operands *o, const host_data *in,
+                         const void *const packed[MATS], int vectors) {
+  const clnorm_op op = sh->op;
+  const size_t rows = in->rows, bytes = rows * sh->cols * sh->es;
+  const int bwd = clnorm__op_backward(op);
+  o->rows = rows;
+  for (int m = 0; m < MATS; m++) {
+    if (!uses_matrix(op, m))
+      continue;
+    o->mat[m] = make_buffer(s, bytes, is_input(m) ? packed[m] : NULL);
+    if (!o->mat[m])
+      return 0;
   }
-  double worst = 0.0;
-  for (size_t r = 0; r < sh->vrows; r++) {
-    /* y: relative to the row's largest |y| (1e-5; 2e-4 for the row of 1e4 + N(0,1)) */
-    double e_y = clnorm_ref_row_error(sh->cols, sh->vy + r * sh->cols, sh->ref_y + r * sh->cols);
-    double e_r = clnorm_ref_rel_error(sh->vrstd[r], sh->ref_rstd[r]);
-    double e_m = 0.0;
-    if (sh->op == CLNORM_OP_LAYERNORM) {
-      /* mean: relative to |mean| + standard deviation of the row */
-      const double m = sh->ref_mean[r];
-      if (isnan(m))
-        e_m = isnan(sh->vmean[r]) ? 0.0 : INFINITY;
-      else
-        e_m = fabs((double)sh->vmean[r] - m) / (fabs(m) + 1.0 / sh->ref_rstd[r]);
+  if (!vectors)
+    return 1;
+  if (has_mean(op) && !(o->mean = make_buffer(s, rows * 4, bwd ? in->mean : NULL)))
+    return 0;
+  if (!(o->rstd = make_buffer(s, rows * 4, bwd ? in->rstd : NULL)))
+    return 0;
+  if (bwd && !(o->dgamma = make_buffer(s, sh->cols * sh->es, NULL)))
+    return 0;
+  if (bwd && has_mean(op) && !(o->dbeta = make_buffer(s, sh->cols * sh->es, NULL)))
+    return 0;
+  return 1;
+}
+
+/* The inputs of `in` stored as dtype: packed[m] for x, residual, dy (pointing into `in` for
+ * float32; otherwise malloc'ed, freed by packed_free). 0 when out of memory. */
+static int packed_make(const shape *sh, const host_data *in, const void *packed[MATS]) {
+  const float *const src[MATS] = {in->x, NULL, in->res, NULL, in->dy};
+  const size_t n = in->rows * in->cols;
+  for (int m = 0; m < MATS; m++)
+    packed[m] = NULL;
+  for (int m = 0; m < MATS; m++) {
+    if (!src[m] || !uses_matrix(sh->op, m))
+      continue;
+    if (sh->dtype == CLNORM_F32) {
+      packed[m] = src[m];
+      continue;
     }
-    const double tol = r == 0 ? 2e-4 : 1e-5;
-    double e = e_y > e_r ? e_y : e_r;
-    e = e > e_m ? e : e_m;
-    if (!(e <= tol))
-      return e > worst || isnan(e) ? (isnan(e) ? INFINITY : e) : worst;
-    if (r != 0 && e > worst) /* report the error of the ordinary rows */
-      worst = e;
+    void *p = malloc(n * 2);
+    if (!p)
+      return 0;
+    clnorm_ref_pack(sh->dtype, src[m], n, p);
+    packed[m] = p;
   }
-  return worst;
+  return 1;
+}
+
+static void packed_free(const shape *sh, const void *packed[MATS]) {
+  if (sh->dtype != CLNORM_F32)
+    for (int m = 0; m < MATS; m++)
+      free((void *)packed[m]);
+}
+
+/* Sets up a shape: timing sets from `data` (rows x cols inputs of op and dtype; NULL: made
+ * here), and with `with_vset` the verification set. 0 with a message in why when it does not
+ * fit the device (never silently) or memory runs out. */
+static int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows,
+                      size_t cols, host_data *data, int with_vset, char *why, size_t why_size) {
+  memset(sh, 0, sizeof *sh);
+  sh->op = op;
+  sh->dtype = dtype;
+  sh->rows = rows;
+  sh->cols = cols;
+  sh->es = clnorm__dtype_size(dtype);
+  const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op);
+  const double budget = (double)s->global_mem * 0.6;
+  if (!shape_fits(s, op, dtype, rows, cols, why, why_size))
+    return 0;
+  /* Enough sets that one pass over them is at least 4x the last-level cache (64 MiB when the
+   * device does not say), within the memory budget. */
+  const double cache = s->cache > 0 ? (double)s->cache : 64.0 * 1048576.0;
+  size_t sets = (size_t)ceil(4.0 * cache / set_bytes(op, dtype, rows, cols));
+  sets = sets < 1 ? 1 : sets > MAX_SETS ? MAX_SETS : sets;
+  while (sets > 1 && shape_bytes(op, dtype, rows, cols, sets) > budget)
+    sets--;
+  sh->sets = sets;
+  const uint64_t seed = 0x5eed0000u + cols;
+  host_data own;
+  host_data *in = data;
+  const void *packed[MATS] = {NULL, NULL, NULL, NULL, NULL};
+  int ok = 1;
+  if (!in) {
+    ok = host_data_make(&own, dtype, rows, cols, add, bwd, seed, 0, 0);
+    in = ok ? &own : NULL;
+  }
+  ok = ok && (!bwd || host_stats(in, clnorm__op_rms(op)));
+  ok = ok && packed_make(sh, in, packed);
+  ok = ok && (sh->gamma = upload(s, dtype, in->gamma, cols)) != NULL &&
+       (!has_beta(op) || (sh->beta = upload(s, dtype, in->beta, cols)) != NULL);
+  for (size_t i = 0; ok && i < sets; i++) {
+    ok = operands_make(s, sh, &sh->tset[i], in, packed, i == 0);
+    sh->tset[i].mean = sh->tset[0].mean;
+    sh->tset[i].rstd = sh->tset[0].rstd;
+    sh->tset[i].dgamma = sh->tset[0].dgamma;
+    sh->tset[i].dbeta = sh->tset[0].dbeta;
+  }
+  packed_free(sh, packed);
+  if (ok && with_vset) {
+    /* the same gamma and beta as the timing sets */
+    const size_t vrows = rows < VERIFY_ROWS ? (rows < 3 ? 3 : rows) : VERIFY_ROWS;
+    ok = host_data_make(&sh->vdata, dtype, vrows, cols, add, bwd, seed, 1, !bwd);
+    if (ok) {
+      memcpy(sh->vdata.gamma, in->gamma, cols * sizeof(float));
+      memcpy(sh->vdata.beta, in->beta, cols * sizeof(float));
+    }
+    ok = ok && (!bwd || host_stats(&sh->vdata, clnorm__op_rms(op)));
+    if (ok) {
+      ok = packed_make(sh, &sh->vdata, packed) &&
+           operands_make(s, sh, &sh->vset, &sh->vdata, packed, 1);
+      packed_free(sh, packed);
+    }
+  }
+  if (!data && in)
+    host_data_free(&own);
+  if (!ok) {
+    shape_free(sh);
+    snprintf(why, why_size, "%s %s %zu x %zu: cannot allocate its host or device buffers",
+             op_name(op), dtype_name(dtype), rows, cols);
+    return 0;
+  }
+  return 1;
+}
+
+/* Fills n elements of dtype with NaN, so that an element the kernel does not write fails. */
+static cl_int poison(session *s, cl_mem buf, clnorm_dtype dtype, size_t n) {
+  if (!buf)
+    return CL_SUCCESS;
+  const float nan32 = NAN;
+  const cl_ushort nan16 = dtype == CLNORM_F16 ? 0x7E00u : 0x7FC0u;
+  if (dtype == CLNORM_F32)
+    return clEnqueueFillBuffer(s->queue, buf, &nan32, sizeof nan32, 0, n * 4, 0, NULL, NULL);
+  return clEnqueueFillBuffer(s->queue, buf, &nan16, sizeof nan16, 0, n * 2, 0, NULL, NULL);
+}
+
+/* Reads rows idx[0..n) (idx NULL: rows 0..n-1) of a rows x cols matrix of dtype into floats. */
+static cl_int read_rows(session *s, cl_mem buf, clnorm_dtype dtype, size_t cols,
+                        const size_t *idx, size_t n, float *out) {
+  const size_t es = clnorm__dtype_size(dtype), row = cols * es;
+  void *tmp = malloc(idx ? row : n * row);
+  if (!tmp)
+    return CL_OUT_OF_HOST_MEMORY;
+  cl_int err = CL_SUCCESS;
+  if (!idx) {
+    err = clEnqueueReadBuffer(s->queue, buf, CL_TRUE, 0, n * row, tmp, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      clnorm_ref_unpack(dtype, tmp, n * cols, out);
+  }
+  for (size_t k = 0; idx && k < n && err == CL_SUCCESS; k++) {
+    err = clEnqueueReadBuffer(s->queue, buf, CL_TRUE, idx[k] * row, row, tmp, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      clnorm_ref_unpack(dtype, tmp, cols, out + k * cols);
+  }
+  free(tmp);
+  return err;
+}
+
+/* Rows idx[0..n) of a dense matrix (m NULL: NULL), as a new dense array; *fail on no memory. */
+static float *gather(const float *m, size_t cols, const size_t *idx, size_t n, int *fail) {
+  if (!m)
+    return NULL;
+  float *out = malloc(n * cols * sizeof(float));
+  if (!out) {
+    *fail = 1;
+    return NULL;
+  }
+  for (size_t k = 0; k < n; k++)
+    memcpy(out + k * cols, m + idx[k] * cols, cols * sizeof(float));
+  return out;
+}
+
+/* Runs v (NULL: the dispatcher's choice) on the buffers o with every output poisoned first,
+ * reads rows idx[0..n) (idx NULL: all) of the outputs back, and checks them (check_rows)
+ * against the reference of the same rows of `in`, the inputs o holds; dgamma and dbeta against
+ * the reference over all rows. adversarial: see check_rows. */
+static clnorm_status run_checked(session *s, const shape *sh, const operands *o,
+                                 const clnorm_variant *v, const host_data *in, const size_t *idx,
+                                 size_t n, int adversarial, errors *e) {
+  const clnorm_op op = sh->op;
+  const clnorm_dtype dtype = sh->dtype;
+  const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op);
+  const size_t cols = sh->cols, rows = o->rows;
+  e->rel = 0.0;
+  e->scaled = 0.0;
+  e->what = "none";
+  cl_int err = poison(s, o->mat[MAT_Y], dtype, rows * cols);
+  err |= poison(s, o->mat[MAT_SUM], dtype, rows * cols);
+  if (!bwd) {
+    err |= poison(s, o->mean, CLNORM_F32, rows);
+    err |= poison(s, o->rstd, CLNORM_F32, rows);
+  }
+  err |= poison(s, o->dgamma, dtype, cols);
+  err |= poison(s, o->dbeta, dtype, cols);
+  if (err != CL_SUCCESS)
+    return CLNORM_E_OPENCL;
+  const clnorm_call call = call_of(sh, o);
+  clnorm_status st = clnorm_run(s->ctx, s->queue, &call, v, 0, NULL, NULL);
+  if (st != CLNORM_OK)
+    return st;
+  int fail = 0;
+  float *got_y = malloc(n * cols * sizeof(float));
+  float *got_sum = add ? malloc(n * cols * sizeof(float)) : NULL;
+  float *stats = malloc(rows * sizeof(float) * 2);
+  float *got_mean = malloc(n * sizeof(float)), *got_rstd = malloc(n * sizeof(float));
+  float *fmean = malloc(n * sizeof(float)), *frstd = malloc(n * sizeof(float));
+  float *x = idx ? gather(in->x, cols, idx, n, &fail) : NULL;
+  float *res = idx ? gather(in->res, cols, idx, n, &fail) : NULL;
+  float *dy = idx ? gather(in->dy, cols, idx, n, &fail) : NULL;
+  float *got_w = bwd ? malloc(cols * sizeof(float)) : NULL;
+  double *ref_dg = bwd ? malloc(cols * sizeof(double)) : NULL;
+  double *ref_db = bwd ? malloc(cols * sizeof(double)) : NULL;
+  fail |= !got_y || (add && !got_sum) || !stats || !got_mean || !got_rstd || !fmean || !frstd ||
+          (bwd && (!got_w || !ref_dg || !ref_db));
+  if (fail) {
+    st = CLNORM_E_NO_MEMORY;
+    goto done;
+  }
+  err = read_rows(s, o->mat[MAT_Y], dtype, cols, idx, n, got_y);
+  if (add)
+    err |= read_rows(s, o->mat[MAT_SUM], dtype, cols, idx, n, got_sum);
+  if (o->mean)
+    err |= clEnqueueReadBuffer(s->queue, o->mean, CL_TRUE, 0, rows * 4, stats, 0, NULL, NULL);
+  if (o->rstd)
+    err |= clEnqueueReadBuffer(s->queue, o->rstd, CL_TRUE, 0, rows * 4, stats + rows, 0, NULL,
+                               NULL);
+  if (err != CL_SUCCESS) {
+    st = CLNORM_E_OPENCL;
+    goto done;
+  }
+  for (size_t k = 0; k < n; k++) {
+    const size_t r = idx ? idx[k] : k;
+    got_mean[k] = stats[r];
+    got_rstd[k] = stats[rows + r];
+    fmean[k] = in->mean ? in->mean[r] : 0.0f;
+    frstd[k] = in->rstd ? in->rstd[r] : 0.0f;
+  }
+  if (!check_rows(op, dtype, n, cols, idx ? x : in->x, idx ? res : in->res, idx ? dy : in->dy,
+                  in->gamma, has_beta(op) ? in->beta : NULL, fmean, frstd, got_y, got_sum,
+                  !bwd && o->mean ? got_mean : NULL, !bwd ? got_rstd : NULL, adversarial, e)) {
+    st = CLNORM_E_NO_MEMORY;
+    goto done;
+  }
+  if (bwd) {
+    if (!ref_weight_grads(op, in, ref_dg, o->dbeta ? ref_db : NULL)) {
+      st = CLNORM_E_NO_MEMORY;
+      goto done;
+    }
+    const double ulps = dtype == CLNORM_F32 ? 0.0 : 1.0;
+    const cl_mem w[2] = {o->dgamma, o->dbeta};
+    const double *ref_w[2] = {ref_dg, ref_db};
+    for (int i = 0; i < 2; i++) {
+      if (!w[i])
+        continue;
+      if (read_rows(s, w[i], dtype, cols, NULL, 1, got_w) != CL_SUCCESS) {
+        st = CLNORM_E_OPENCL;
+        goto done;
+      }
+      note(e, clnorm_ref_scaled_error(cols, got_w, ref_w[i], dtype, 0.0, 1.0),
+           clnorm_ref_scaled_error(cols, got_w, ref_w[i], dtype, ulps, TOL_BWD),
+           i == 0 ? "dgamma" : "dbeta", 1);
+    }
+  }
+done:
+  free(got_y);
+  free(got_sum);
+  free(stats);
+  free(got_mean);
+  free(got_rstd);
+  free(fmean);
+  free(frstd);
+  free(x);
+  free(res);
+  free(dy);
+  free(got_w);
+  free(ref_dg);
+  free(ref_db);
+  return st;
+}
+
+/* Checks v on the verification set. */
+static clnorm_status verify(session *s, shape *sh, const clnorm_variant *v, errors *e) {
+  return run_checked(s, sh, &sh->vset, v, &sh->vdata, NULL, sh->vset.rows, 1, e);
 }
 
 typedef struct timing {
   double median, min;
+  double own; /* median of the returned event's own start-to-end (see time_variant) */
   int slow;
 } timing;
 
 /* Median of repeated runs, after warm-up, until the median settles (or 1 s, or 200 runs),
- * rotating the input sets. Cut short when the first runs are more than 3x `best`. */
+ * rotating the input sets. Cut short when the first runs are more than 3x `best`. A run is
+ * timed from a marker enqueued just before the call to the end of the call's event, as CUDA
+ * events around the call would time it: a call may enqueue several kernels (backward: the row
+ * pass and the weight-gradient reduction; few long rows: split-row statistics, then the
+ * normalization) and its event is the last one's, whose own start-to-end (`own`) covers the
+ * whole call only when it enqueued one kernel. */
 static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, double best,
                                   timing *out) {
-  double times[200], sorted[200];
+  double times[200], owns[200], sorted[200];
   size_t n = 0;
   double prev = 0.0;
   const double start = tool_now();
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < 2 + 200; i++) {
-    const clnorm_call call = shape_call(sh, i % sh->sets, 0);
-    cl_event ev;
+    const clnorm_call call = shape_call(sh, i % sh->sets);
+    cl_event ev, before;
+    if (clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &before) != CL_SUCCESS)
+      return CLNORM_E_OPENCL;
     const clnorm_status st = clnorm_run(s->ctx, s->queue, &call, v, 0, NULL, &ev);
-    if (st != CLNORM_OK)
+    if (st != CLNORM_OK) {
+      clReleaseEvent(before);
       return st;
-    const double t = tool_event_seconds(ev);
+    }
+    double own = 0.0;
+    const double t = tool_span_seconds(before, ev, &own);
     if (t < 0)
       return CLNORM_E_OPENCL;
     if (i < 2)
       continue; /* warm-up */
+    owns[n] = own;
     times[n++] = t;
     if (n == 3 && best > 0) {
       double m = times[0];
@@ -462,6 +1089,7 @@ static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v
         out->slow = 1;
         out->min = m;
         out->median = m;
+        out->own = tool_median(owns, n);
         return CLNORM_OK;
       }
     }
@@ -476,7 +1104,76 @@ static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v
   memcpy(sorted, times, n * sizeof *times);
   out->median = tool_median(sorted, n);
   out->min = sorted[0];
+  out->own = tool_median(owns, n);
   return CLNORM_OK;
+}
+
+/* Wall time per call of `calls` calls through the dispatcher enqueued back to back on a queue
+ * without profiling, then clFinish: what an application's stream of small calls costs, launch
+ * overhead included. Negative on failure. */
+static double wall_per_call(session *s, shape *sh, size_t calls) {
+  if (!s->plain) {
+    cl_int e;
+    s->plain = clCreateCommandQueue(s->context, s->dev.device, 0, &e);
+    if (e != CL_SUCCESS) {
+      s->plain = NULL;
+      return -1.0;
+    }
+  }
+  if (clFinish(s->queue) != CL_SUCCESS)
+    return -1.0;
+  for (size_t i = 0; i < 5; i++) {
+    const clnorm_call call = shape_call(sh, i % sh->sets);
+    if (clnorm_run(s->ctx, s->plain, &call, NULL, 0, NULL, NULL) != CLNORM_OK)
+      return -1.0;
+  }
+  if (clFinish(s->plain) != CL_SUCCESS)
+    return -1.0;
+  const double start = tool_now();
+  for (size_t i = 0; i < calls; i++) {
+    const clnorm_call call = shape_call(sh, i % sh->sets);
+    if (clnorm_run(s->ctx, s->plain, &call, NULL, 0, NULL, NULL) != CLNORM_OK)
+      return -1.0;
+  }
+  if (clFinish(s->plain) != CL_SUCCESS)
+    return -1.0;
+  return (tool_now() - start) / (double)calls;
+}
+
+/* Runs fn(user, i) for i in [0, n) on up to 16 threads (the CPU count). */
+typedef struct parallel {
+  void (*fn)(void *user, size_t i);
+  void *user;
+  size_t n, next;
+  pthread_mutex_t lock;
+} parallel;
+
+static void *parallel_worker(void *arg) {
+  parallel *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->lock);
+    const size_t i = p->next++;
+    pthread_mutex_unlock(&p->lock);
+    if (i >= p->n || interrupted)
+      return NULL;
+    p->fn(p->user, i);
+  }
+}
+
+static void parallel_for(size_t n, void (*fn)(void *user, size_t i), void *user) {
+  parallel p = {fn, user, n, 0, PTHREAD_MUTEX_INITIALIZER};
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t threads = cpus > 1 ? (size_t)cpus : 1;
+  threads = threads > 16 ? 16 : threads;
+  pthread_t tid[16];
+  size_t started = 0;
+  for (size_t t = 0; t < threads; t++)
+    if (pthread_create(&tid[t], NULL, parallel_worker, &p) == 0)
+      started++;
+  if (started == 0)
+    parallel_worker(&p);
+  for (size_t t = 0; t < started; t++)
+    pthread_join(tid[t], NULL);
 }
 
 /* ---- the search ------------------------------------------------------------------------- */
@@ -509,7 +1206,7 @@ static void progress(search *se, const char *last) {
     return;
   char best[160] = "none yet";
   if (se->best_time < INFINITY) {
-    const clnorm_call call = shape_call(se->sh, 0, 0);
+    const clnorm_call call = shape_call(se->sh, 0);
     char text[128];
     clnorm_variant_format(&se->c[se->best].v, text, sizeof text);
     snprintf(best, sizeof best, "%.1f GB/s (%s)", tool_op_bytes(&call) / se->best_time / 1e9,
@@ -568,31 +1265,32 @@ static double evaluate(search *se, size_t i) {
       found) {
     c->median = stored.outcome == CLNORM_OUTCOME_OK ? stored.median_s : INFINITY;
   } else {
-    clnorm_status st;
-    const double error = verify(se->s, se->sh, &c->v, &st);
-    timing t = {NAN, NAN, 0};
+    errors e;
+    const clnorm_status st = verify(se->s, se->sh, &c->v, &e);
+    timing t = {NAN, NAN, NAN, 0};
     if (st == CLNORM_E_BUILD)
       r.outcome = CLNORM_OUTCOME_BUILD_FAILED;
     else if (st != CLNORM_OK)
       r.outcome = CLNORM_OUTCOME_UNSUPPORTED;
-    else if (!(error <= 1e-5))
+    else if (!(e.scaled <= 1.0))
       r.outcome = CLNORM_OUTCOME_WRONG;
     else if (time_variant(se->s, se->sh, &c->v, se->best_time < INFINITY ? se->best_time : 0,
                           &t) != CLNORM_OK)
       r.outcome = CLNORM_OUTCOME_UNSUPPORTED;
     else
       r.outcome = t.slow ? CLNORM_OUTCOME_SLOW : CLNORM_OUTCOME_OK;
-    r.max_err = isfinite(error) ? error : NAN;
+    r.max_err = st == CLNORM_OK && isfinite(e.rel) ? e.rel : NAN;
     r.median_s = t.median;
     r.min_s = t.min;
-    const clnorm_call call = shape_call(se->sh, 0, 0);
+    const clnorm_call call = shape_call(se->sh, 0);
     r.gbps = r.outcome == CLNORM_OUTCOME_OK ? tool_op_bytes(&call) / t.median / 1e9 : NAN;
     if (r.outcome == CLNORM_OUTCOME_WRONG) {
       char text[128];
       clnorm_variant_format(&c->v, text, sizeof text);
-      fprintf(stderr, "\nnormtune: %s gave a wrong result (error %.3g) on %s %zu x %zu: "
-                      "recorded, never chosen\n",
-              text, error, op_name(se->sh->op), se->sh->vrows, se->sh->cols);
+      fprintf(stderr, "%snormtune: %s gave a wrong result (%s: %.3g of its tolerance) on %s %s "
+                      "%zu x %zu: recorded, never chosen\n",
+              se->tty ? "\n" : "", text, e.what, e.scaled, op_name(se->sh->op),
+              dtype_name(se->sh->dtype), se->sh->vset.rows, se->sh->cols);
     }
     if (clnorm__db_put(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)
       die(1, "storing a result: %s", err);
@@ -643,36 +1341,16 @@ static unsigned differences(const clnorm_variant *a, const clnorm_variant *b) {
 typedef struct prebuild {
   search *se;
   const clnorm_call *call;
-  size_t next;
-  pthread_mutex_t lock;
 } prebuild;
 
-static void *prebuild_worker(void *arg) {
-  prebuild *pb = arg;
-  for (;;) {
-    pthread_mutex_lock(&pb->lock);
-    const size_t i = pb->next++;
-    pthread_mutex_unlock(&pb->lock);
-    if (i >= pb->se->n || interrupted)
-      return NULL;
-    clnorm_variant_check(pb->se->s->ctx, pb->call, &pb->se->c[i].v);
-  }
+static void prebuild_one(void *user, size_t i) {
+  const prebuild *pb = user;
+  clnorm_variant_check(pb->se->s->ctx, pb->call, &pb->se->c[i].v);
 }
 
 static void prebuild_all(search *se, const clnorm_call *call) {
-  prebuild pb = {se, call, 0, PTHREAD_MUTEX_INITIALIZER};
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t threads = cpus > 1 ? (size_t)cpus : 1;
-  threads = threads > 16 ? 16 : threads;
-  pthread_t tid[16];
-  size_t started = 0;
-  for (size_t t = 0; t < threads; t++)
-    if (pthread_create(&tid[t], NULL, prebuild_worker, &pb) == 0)
-      started++;
-  if (started == 0)
-    prebuild_worker(&pb);
-  for (size_t t = 0; t < started; t++)
-    pthread_join(tid[t], NULL);
+  prebuild pb = {se, call};
+  parallel_for(se->n, prebuild_one, &pb);
 }
 
 /* The three strategies. Each starts from the heuristic's variant when it is a candidate, so the
@@ -754,6 +1432,23 @@ static const size_t default_cols[] = {64,   128,  256,  512,  768,   1024,  1536
 /* A representative row count of each row class (see clnorm__row_class). */
 static const size_t class_rows[] = {8, 128, 2048, 16384};
 
+/* The ops and dtypes of a mask, in enum order; returns how many. */
+static size_t mask_ops(unsigned mask, clnorm_op *out) {
+  size_t n = 0;
+  for (int i = 0; i < CLNORM_OP_COUNT; i++)
+    if (mask & (1u << i))
+      out[n++] = (clnorm_op)i;
+  return n;
+}
+
+static size_t mask_dtypes(unsigned mask, clnorm_dtype *out) {
+  size_t n = 0;
+  for (int i = 0; i < DTYPE_COUNT; i++)
+    if (mask & (1u << i))
+      out[n++] = (clnorm_dtype)i;
+  return n;
+}
+
 static int cmd_tune(const options *o) {
   session s;
   session_open(o, &s);
@@ -774,40 +1469,16 @@ static int cmd_tune(const options *o) {
   const size_t ncols = o->ncols ? o->ncols : sizeof default_cols / sizeof default_cols[0];
   const size_t *rows = o->nrows ? o->rows : class_rows;
   const size_t nrows = o->nrows ? o->nrows : sizeof class_rows / sizeof class_rows[0];
-  clnorm_op ops[2];
-  clnorm_dtype dtypes[3];
-  size_t nops = 0, ndtypes = 0;
-  if (has_word(o->ops, "layernorm"))
-    ops[nops++] = CLNORM_OP_LAYERNORM;
-  if (has_word(o->ops, "rmsnorm"))
-    ops[nops++] = CLNORM_OP_RMSNORM;
-  const char *dnames[] = {"f32", "f16", "bf16"};
-  for (int d = 0; d < 3; d++)
-    if (has_word(o->dtypes, dnames[d])) {
-      /* only the dtypes this build supports are tuned; say which are left out */
-      clnorm_call probe;
-      memset(&probe, 0, sizeof probe);
-      probe.op = CLNORM_OP_LAYERNORM;
-      probe.dtype = (clnorm_dtype)d;
-      probe.rows = 1;
-      probe.cols = 64;
-      clnorm_variant v;
-      clnorm_heuristic(s.ctx, &probe, &v);
-      if (clnorm_variant_check(s.ctx, &probe, &v) == CLNORM_E_UNSUPPORTED && d != 0) {
-        if (o->dtypes[0] && strcmp(o->dtypes, "f32,f16,bf16") != 0)
-          fprintf(stderr, "normtune: %s is not supported by this build: skipped\n", dnames[d]);
-        continue;
-      }
-      dtypes[ndtypes++] = (clnorm_dtype)d;
-    }
-  if (nops == 0 || ndtypes == 0)
-    die(EXIT_USAGE, "nothing to tune (--ops / --dtypes)");
+  /* defaults: LayerNorm and RMSNorm forward in float32, the tuning time of earlier releases */
+  clnorm_op ops[CLNORM_OP_COUNT];
+  clnorm_dtype dtypes[DTYPE_COUNT];
+  const size_t nops = mask_ops(o->ops ? o->ops : NORM_OPS, ops);
+  const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : 1u << CLNORM_F32, dtypes);
 
   signal(SIGINT, on_sigint);
-  const size_t nvar = clnorm_variant_list(s.ctx, CLNORM_OP_LAYERNORM, NULL, 0) +
-                      clnorm_variant_list(s.ctx, CLNORM_OP_RMSNORM, NULL, 0);
-  clnorm_variant *all = malloc(nvar * sizeof *all);
-  candidate *cand = malloc(nvar * sizeof *cand);
+  const size_t nvar = variant_capacity(s.ctx);
+  clnorm_variant *all = malloc((nvar ? nvar : 1) * sizeof *all);
+  candidate *cand = malloc((nvar ? nvar : 1) * sizeof *cand);
   if (!all || !cand)
     die(1, "out of memory");
   search se;
@@ -832,17 +1503,17 @@ static int cmd_tune(const options *o) {
           if (out_of_time(&se))
             goto done;
           shape sh;
-          char why[256];
-          if (!shape_init(&s, &sh, ops[a], dtypes[d], rows[ri], cols[ci], why, sizeof why)) {
-            fprintf(stderr, "%snormtune: skipped %s %s: %s\n", se.tty ? "\n" : "",
-                    op_name(ops[a]), dtype_name(dtypes[d]), why);
+          char why[512];
+          if (!shape_init(&s, &sh, ops[a], dtypes[d], rows[ri], cols[ci], NULL, 1, why,
+                          sizeof why)) {
+            fprintf(stderr, "%snormtune: skipped %s\n", se.tty ? "\n" : "", why);
             skipped++;
             continue;
           }
-          const clnorm_call call = shape_call(&sh, 0, 0);
-          const size_t nv = clnorm_variant_list(s.ctx, ops[a], all, nvar);
+          const clnorm_call call = shape_call(&sh, 0);
+          const size_t nv = clnorm_variant_list(s.ctx, ops[a], dtypes[d], all, nvar);
           se.n = 0;
-          for (size_t i = 0; i < nv; i++) {
+          for (size_t i = 0; i < nv && i < nvar; i++) {
             /* the call-level check (the row must fit a held variant) without building */
             if (!clnorm__variant_call_ok(&all[i], call.cols, NULL, 0))
               continue;
@@ -850,6 +1521,15 @@ static int cmd_tune(const options *o) {
             cand[se.n].evaluated = 0;
             cand[se.n].median = INFINITY;
             se.n++;
+          }
+          if (se.n == 0) {
+            fprintf(stderr, "%snormtune: skipped %s %s %zu x %zu: no variant of it runs on this "
+                            "device\n",
+                    se.tty ? "\n" : "", op_name(ops[a]), dtype_name(dtypes[d]), rows[ri],
+                    cols[ci]);
+            skipped++;
+            shape_free(&sh);
+            continue;
           }
           se.c = cand;
           se.sh = &sh;
@@ -972,12 +1652,12 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   }
   if (strcmp(st->last_name, dev->name) != 0 || strcmp(st->last_driver, dev->driver_version) != 0) {
     printf("\n%s (driver %s, %s)\n", dev->name, dev->driver_version, dev->cl_version);
-    printf("  %-9s %-5s %8s %5s %8s %10s %9s  %s\n", "op", "dtype", "cols", "class", "rows",
+    printf("  %-13s %-5s %8s %5s %8s %10s %9s  %s\n", "op", "dtype", "cols", "class", "rows",
            "median_us", "GB/s", "variant");
     snprintf(st->last_name, sizeof st->last_name, "%s", dev->name);
     snprintf(st->last_driver, sizeof st->last_driver, "%s", dev->driver_version);
   }
-  printf("  %-9s %-5s %8llu %5u %8llu %10.2f %9.1f  %s\n", op_name(r->op), dtype_name(r->dtype),
+  printf("  %-13s %-5s %8llu %5u %8llu %10.2f %9.1f  %s\n", op_name(r->op), dtype_name(r->dtype),
          (unsigned long long)r->cols, r->row_class, (unsigned long long)r->rows,
          r->median_s * 1e6, r->gbps, text);
   return 0;
@@ -1023,16 +1703,383 @@ static int cmd_show(const options *o) {
   return 0;
 }
 
-/* Times one call with a given (or the dispatcher's) variant; verifies the first run. */
-static double bench_one(session *s, shape *sh, const clnorm_variant *v, double *error) {
-  clnorm_status st;
-  *error = verify(s, sh, v, &st);
-  if (st != CLNORM_OK)
+/* Times one call with a given (or the dispatcher's) variant; verifies it first. Negative on
+ * failure. */
+static double bench_one(session *s, shape *sh, const clnorm_variant *v, errors *e) {
+  if (verify(s, sh, v, e) != CLNORM_OK)
     return -1.0;
   timing t;
   if (time_variant(s, sh, v, 0, &t) != CLNORM_OK)
     return -1.0;
   return t.median;
+}
+
+/* bench without --grid: the tuned (or dispatcher's) choice against the heuristic's variant. */
+static int bench_pairs(const options *o, session *s, double copy) {
+  static const size_t bench_cols[] = {4096, 65536};
+  static const size_t bench_rows[] = {4096, 256};
+  const size_t n = o->ncols ? o->ncols : 2;
+  clnorm_op ops[CLNORM_OP_COUNT];
+  clnorm_dtype dtypes[DTYPE_COUNT];
+  const size_t nops = mask_ops(o->ops ? o->ops : NORM_OPS, ops);
+  const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : 1u << CLNORM_F32, dtypes);
+  int failed = 0;
+  if (!o->json) {
+    printf("normtune bench on %s (%s); copy bandwidth %.1f GB/s (float4 copy kernel, same run)\n",
+           s->dev.name, s->dev.platform_name, copy);
+    printf("%-13s %-5s %6s %6s | %9s %6s %-9s | %9s %6s | %s\n", "op", "dtype", "rows", "cols",
+           "chosen", "/copy", "why", "heuristic", "/copy", "chosen variant");
+  }
+  for (size_t a = 0; a < nops; a++)
+    for (size_t d = 0; d < ndtypes; d++)
+      for (size_t i = 0; i < n; i++) {
+        const size_t cols = o->ncols ? o->cols[i] : bench_cols[i];
+        const size_t rows = o->nrows ? o->rows[i < o->nrows ? i : o->nrows - 1] : bench_rows[i];
+        shape sh;
+        char why[512];
+        if (!shape_init(s, &sh, ops[a], dtypes[d], rows, cols, NULL, 1, why, sizeof why)) {
+          fprintf(stderr, "normtune: skipped %s\n", why);
+          continue;
+        }
+        const clnorm_call call = shape_call(&sh, 0);
+        clnorm_variant chosen, heur;
+        clnorm_choice reason = CLNORM_CHOICE_HEURISTIC;
+        memset(&chosen, 0, sizeof chosen);
+        memset(&heur, 0, sizeof heur);
+        clnorm_choose(s->ctx, &call, &chosen, &reason);
+        clnorm_heuristic(s->ctx, &call, &heur);
+        errors e1, e2;
+        const double t1 = bench_one(s, &sh, NULL, &e1);
+        const double t2 = bench_one(s, &sh, &heur, &e2);
+        const double bytes = tool_op_bytes(&call);
+        const double g1 = t1 > 0 ? bytes / t1 / 1e9 : 0, g2 = t2 > 0 ? bytes / t2 / 1e9 : 0;
+        const int ok = t1 > 0 && t2 > 0 && e1.scaled <= 1.0 && e2.scaled <= 1.0;
+        failed |= !ok;
+        char text[128];
+        clnorm_variant_format(&chosen, text, sizeof text);
+        const double err = t1 > 0 && t2 > 0 ? (e1.rel > e2.rel ? e1.rel : e2.rel) : NAN;
+        if (o->json) {
+          printf("{\"device\": ");
+          tool_json_string(s->dev.name);
+          printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
+                 "\"chosen_gbps\": %.1f, \"chosen_why\": \"%s\", \"heuristic_gbps\": %.1f, "
+                 "\"copy_gbps\": %.1f, \"chosen_ratio\": %.3f, \"heuristic_ratio\": %.3f, "
+                 "\"variant\": \"%s\", \"max_err\": ",
+                 op_name(ops[a]), dtype_name(dtypes[d]), rows, cols, g1,
+                 clnorm_choice_string(reason), g2, copy, g1 / copy, g2 / copy, text);
+          json_number("%.3g", err);
+          printf(", \"check\": \"%s\"}\n", ok ? "pass" : "FAIL");
+        } else {
+          printf("%-13s %-5s %6zu %6zu | %9.1f %6.2f %-9s | %9.1f %6.2f | %s%s\n",
+                 op_name(ops[a]), dtype_name(dtypes[d]), rows, cols, g1, g1 / copy,
+                 clnorm_choice_string(reason), g2, g2 / copy, text, ok ? "" : "  CHECK FAILED");
+        }
+        fflush(stdout);
+        shape_free(&sh);
+      }
+  return failed;
+}
+
+/* ---- bench --grid ------------------------------------------------------------------------ */
+
+#define CHECK_SAMPLE 64                  /* rows checked of a large matrix */
+#define CHECK_ALL ((size_t)1 << 22)      /* matrices up to this many elements: every row */
+#define WALL_BELOW ((size_t)1 << 20)     /* shapes below this many elements: wall time too */
+#define WALL_CALLS 200
+
+/* The rows a grid run checks: all (NULL) when rows <= CHECK_SAMPLE or rows x cols <= CHECK_ALL,
+ * else CHECK_SAMPLE rows spread evenly, the first and the last included. */
+static const size_t *sample_rows(size_t rows, size_t cols, size_t idx[CHECK_SAMPLE], size_t *n) {
+  if (rows <= CHECK_SAMPLE || rows * cols <= CHECK_ALL) {
+    *n = rows;
+    return NULL;
+  }
+  for (size_t k = 0; k < CHECK_SAMPLE; k++)
+    idx[k] = (size_t)((double)k * (double)(rows - 1) / (double)(CHECK_SAMPLE - 1) + 0.5);
+  *n = CHECK_SAMPLE;
+  return idx;
+}
+
+/* One line of the grid's output. */
+typedef struct grid_row {
+  clnorm_op op;
+  clnorm_dtype dtype;
+  size_t rows, cols, rows_checked;
+  const char *check; /* "pass", "FAIL" or "skipped" */
+  char reason[512];  /* why, when not "pass" */
+  double us, event_us, gbps, ratio, bytes, wall_us, max_err, err_tol; /* NaN: none */
+  const char *why, *worst;
+  char variant[128];
+} grid_row;
+
+static void grid_print(const options *o, const session *s, const grid_row *g, double copy) {
+  if (o->json) {
+    printf("{\"device\": ");
+    tool_json_string(s->dev.name);
+    printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, \"us\": ",
+           op_name(g->op), dtype_name(g->dtype), g->rows, g->cols);
+    json_number("%.3f", g->us);
+    printf(", \"event_us\": ");
+    json_number("%.3f", g->event_us);
+    printf(", \"gbps\": ");
+    json_number("%.1f", g->gbps);
+    printf(", \"copy_gbps\": %.1f, \"ratio\": ", copy);
+    json_number("%.3f", g->ratio);
+    printf(", \"bytes\": ");
+    json_number("%.0f", g->bytes);
+    printf(", \"wall_us\": ");
+    json_number("%.3f", g->wall_us);
+    printf(", \"variant\": ");
+    tool_json_string(g->variant);
+    printf(", \"why\": ");
+    tool_json_string(g->why ? g->why : "");
+    printf(", \"max_err\": ");
+    json_number("%.3g", g->max_err);
+    printf(", \"err_tol\": ");
+    json_number("%.3g", g->err_tol);
+    printf(", \"worst\": ");
+    tool_json_string(g->worst ? g->worst : "");
+    printf(", \"rows_checked\": %zu, \"check\": \"%s\", \"reason\": ", g->rows_checked,
+           g->check);
+    tool_json_string(g->reason);
+    printf("}\n");
+  } else if (strcmp(g->check, "skipped") == 0) {
+    printf("%-13s %-4s %6zu %8zu  skipped: %s\n", op_name(g->op), dtype_name(g->dtype), g->rows,
+           g->cols, g->reason);
+  } else {
+    char wall[32] = "-";
+    if (isfinite(g->wall_us))
+      snprintf(wall, sizeof wall, "%.2f", g->wall_us);
+    printf("%-13s %-4s %6zu %8zu %10.2f %8.1f %5.2f %9s %9.2e %7.3f %-4s %-9s %s%s%s\n",
+           op_name(g->op), dtype_name(g->dtype), g->rows, g->cols, g->us, g->gbps, g->ratio, wall,
+           g->max_err, g->err_tol, g->check, g->why ? g->why : "-", g->variant,
+           g->reason[0] ? "  " : "", g->reason);
+  }
+  fflush(stdout);
+}
+
+/* One op on one shape and dtype of the grid: choose, check, time. */
+static void grid_item(session *s, host_data *data, clnorm_op op, double copy, grid_row *g) {
+  memset(g, 0, sizeof *g);
+  g->op = op;
+  g->dtype = data->dtype;
+  g->rows = data->rows;
+  g->cols = data->cols;
+  g->us = g->event_us = g->gbps = g->ratio = g->bytes = g->wall_us = NAN;
+  g->max_err = g->err_tol = NAN;
+  g->check = "FAIL";
+  shape sh;
+  if (!shape_init(s, &sh, op, data->dtype, data->rows, data->cols, data, 0, g->reason,
+                  sizeof g->reason)) {
+    g->check = "skipped";
+    return;
+  }
+  const clnorm_call call = shape_call(&sh, 0);
+  g->bytes = tool_op_bytes(&call);
+  clnorm_variant chosen;
+  clnorm_choice why = CLNORM_CHOICE_HEURISTIC;
+  clnorm_status st = clnorm_choose(s->ctx, &call, &chosen, &why);
+  if (st == CLNORM_OK) {
+    clnorm_variant_format(&chosen, g->variant, sizeof g->variant);
+    g->why = clnorm_choice_string(why);
+  }
+  size_t idx_buf[CHECK_SAMPLE];
+  const size_t *idx = sample_rows(data->rows, data->cols, idx_buf, &g->rows_checked);
+  errors e;
+  if (st == CLNORM_OK)
+    st = run_checked(s, &sh, &sh.tset[0], NULL, data, idx, g->rows_checked, 0, &e);
+  timing t;
+  if (st == CLNORM_OK) {
+    g->max_err = e.rel;
+    g->err_tol = e.scaled;
+    g->worst = e.what;
+    st = time_variant(s, &sh, NULL, 0, &t);
+  }
+  if (st == CLNORM_OK) {
+    g->us = t.median * 1e6;
+    g->event_us = t.own * 1e6;
+    g->gbps = g->bytes / t.median / 1e9;
+    g->ratio = g->gbps / copy;
+    if (data->rows * data->cols < WALL_BELOW) {
+      const double wall = wall_per_call(s, &sh, WALL_CALLS);
+      if (wall > 0)
+        g->wall_us = wall * 1e6;
+      else
+        snprintf(g->reason, sizeof g->reason, "the back-to-back loop failed: %s",
+                 clnorm_ctx_errmsg(s->ctx));
+    }
+    if (e.scaled <= 1.0 && !g->reason[0])
+      g->check = "pass";
+    else if (!g->reason[0])
+      snprintf(g->reason, sizeof g->reason, "%s: error %.3g of its tolerance", e.what, e.scaled);
+  } else {
+    snprintf(g->reason, sizeof g->reason, "%s: %s", clnorm_status_string(st),
+             clnorm_ctx_errmsg(s->ctx));
+  }
+  shape_free(&sh);
+}
+
+/* Builds the kernels of every call of the grid on several threads first: on NVIDIA's compiler
+ * a third of a second each, one after another, would be minutes. */
+typedef struct grid_build {
+  clnorm_ctx *ctx;
+  const clnorm_call *calls;
+} grid_build;
+
+static void grid_build_one(void *user, size_t i) {
+  const grid_build *gb = user;
+  clnorm_choose(gb->ctx, &gb->calls[i], NULL, NULL);
+}
+
+static void grid_prebuild(session *s, const options *o, const clnorm_op *ops, size_t nops,
+                          const clnorm_dtype *dtypes, size_t ndtypes) {
+  const size_t count = o->ngrid * ndtypes * nops;
+  clnorm_call *calls = calloc(count, sizeof *calls);
+  cl_mem dummy = make_buffer(s, 64, NULL); /* the vector width depends on which matrices exist */
+  if (!calls || !dummy) {
+    free(calls);
+    release(dummy);
+    return;
+  }
+  size_t k = 0;
+  for (size_t g = 0; g < o->ngrid; g++)
+    for (size_t d = 0; d < ndtypes; d++)
+      for (size_t a = 0; a < nops; a++, k++) {
+        shape sh;
+        operands ops_dummy;
+        memset(&sh, 0, sizeof sh);
+        memset(&ops_dummy, 0, sizeof ops_dummy);
+        sh.op = ops[a];
+        sh.dtype = dtypes[d];
+        sh.cols = o->grid_cols[g];
+        sh.gamma = dummy;
+        sh.beta = dummy;
+        ops_dummy.rows = o->grid_rows[g];
+        for (int m = 0; m < MATS; m++)
+          ops_dummy.mat[m] = uses_matrix(ops[a], m) ? dummy : NULL;
+        ops_dummy.mean = has_mean(ops[a]) ? dummy : NULL;
+        ops_dummy.rstd = dummy;
+        ops_dummy.dgamma = clnorm__op_backward(ops[a]) ? dummy : NULL;
+        ops_dummy.dbeta = clnorm__op_backward(ops[a]) && has_mean(ops[a]) ? dummy : NULL;
+        calls[k] = call_of(&sh, &ops_dummy);
+      }
+  const double start = tool_now();
+  if (!o->quiet)
+    fprintf(stderr, "normtune: building the kernels the dispatcher chooses for %zu calls\n",
+            count);
+  grid_build gb = {s->ctx, calls};
+  parallel_for(count, grid_build_one, &gb);
+  if (!o->quiet)
+    fprintf(stderr, "normtune: built in %.1f s\n", tool_now() - start);
+  release(dummy);
+  free(calls);
+}
+
+static int bench_grid(const options *o, session *s, double copy) {
+  clnorm_op ops[CLNORM_OP_COUNT];
+  clnorm_dtype dtypes[DTYPE_COUNT];
+  const size_t nops = mask_ops(o->ops ? o->ops : ALL_OPS, ops);
+  const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : ALL_DTYPES, dtypes);
+  const size_t count = o->ngrid * ndtypes * nops;
+  int want_res = 0, want_dy = 0;
+  for (size_t a = 0; a < nops; a++) {
+    want_res |= clnorm__op_add(ops[a]);
+    want_dy |= clnorm__op_backward(ops[a]);
+  }
+  grid_prebuild(s, o, ops, nops, dtypes, ndtypes);
+  static const char check_note[] =
+      "outputs poisoned with NaN, one run through the dispatcher, compared with the float64 "
+      "reference: every row when rows <= 64 or rows x cols <= 4M elements, else 64 rows spread "
+      "evenly (first and last included); dgamma/dbeta over all rows. max_err: |got - ref| over "
+      "the row's largest |ref| (dx: over max(that, rstd * max |gamma * dy|)); err/tol <= 1 "
+      "passes: f32 1e-5 (backward 1e-4) of that, f16/bf16 1 ulp of the dtype more; mean, rstd "
+      "1e-5; sum_out bit-exact";
+  static const char timing_note[] =
+      "median kernel time from OpenCL profiling events after 2 warm-up runs (10 to 200 runs, "
+      "until the median settles or about 1 s), rotating buffer sets to exceed 4x the device "
+      "cache; a run lasts from a marker enqueued just before the call to the end of the call's "
+      "event (a call may enqueue several kernels; event_us: that event's own start to end); "
+      "GB/s: each input read once, each output written once; wall: 200 calls back to back on "
+      "a queue without profiling, then clFinish, per call (shapes below 1M elements)";
+  if (o->json) {
+    printf("{\"header\": \"normtune bench --grid\", \"device\": ");
+    tool_json_string(s->dev.name);
+    printf(", \"platform\": ");
+    tool_json_string(s->dev.platform_name);
+    printf(", \"grid\": ");
+    tool_json_string(o->grid);
+    printf(", \"copy_gbps\": %.1f, \"check\": ", copy);
+    tool_json_string(check_note);
+    printf(", \"timing\": ");
+    tool_json_string(timing_note);
+    printf("}\n");
+  } else {
+    printf("normtune bench --grid %s on %s (%s)\n", o->grid, s->dev.name, s->dev.platform_name);
+    printf("copy bandwidth %.1f GB/s (float4 copy kernel over 256 MiB, same run)\n", copy);
+    printf("check: %s\n", check_note);
+    printf("timing: %s\n\n", timing_note);
+    printf("%-13s %-4s %6s %8s %10s %8s %5s %9s %9s %7s %-4s %-9s %s\n", "op", "dtype", "rows",
+           "cols", "median_us", "GB/s", "/copy", "wall_us", "max_err", "err/tol", "check", "why",
+           "variant");
+  }
+  fflush(stdout);
+  size_t done = 0, failed = 0, skipped = 0;
+  const double start = tool_now();
+  for (size_t gi = 0; gi < o->ngrid; gi++)
+    for (size_t d = 0; d < ndtypes; d++) {
+      const size_t rows = o->grid_rows[gi], cols = o->grid_cols[gi];
+      /* host data only when at least one op fits the device */
+      int any = 0;
+      char why[512];
+      for (size_t a = 0; a < nops && !any; a++)
+        any = shape_fits(s, ops[a], dtypes[d], rows, cols, why, sizeof why);
+      host_data data;
+      memset(&data, 0, sizeof data);
+      const int made = any && host_data_make(&data, dtypes[d], rows, cols, want_res, want_dy,
+                                             0x9e1d0000u + gi * 8 + d, 0, 0);
+      for (size_t a = 0; a < nops; a++) {
+        grid_row g;
+        if (made) {
+          grid_item(s, &data, ops[a], copy, &g);
+        } else {
+          memset(&g, 0, sizeof g);
+          g.op = ops[a];
+          g.dtype = dtypes[d];
+          g.rows = rows;
+          g.cols = cols;
+          g.us = g.event_us = g.gbps = g.ratio = g.bytes = g.wall_us = NAN;
+          g.max_err = g.err_tol = NAN;
+          g.check = "skipped";
+          if (any)
+            snprintf(g.reason, sizeof g.reason,
+                     "%s %s %zu x %zu: out of host memory for its inputs", op_name(ops[a]),
+                     dtype_name(dtypes[d]), rows, cols);
+          else
+            shape_fits(s, ops[a], dtypes[d], rows, cols, g.reason, sizeof g.reason);
+        }
+        done++;
+        failed += strcmp(g.check, "FAIL") == 0;
+        skipped += strcmp(g.check, "skipped") == 0;
+        grid_print(o, s, &g, copy);
+        if (!o->quiet) {
+          if (strcmp(g.check, "skipped") == 0)
+            fprintf(stderr, "normtune: [%zu/%zu] skipped: %s\n", done, count, g.reason);
+          else
+            fprintf(stderr, "normtune: [%zu/%zu] %s %s %zux%zu: %.1f GB/s (%.2f of copy), %s%s%s "
+                            "(%.0f s)\n",
+                    done, count, op_name(g.op), dtype_name(g.dtype), rows, cols, g.gbps, g.ratio,
+                    g.check, g.reason[0] ? ": " : "", g.reason, tool_now() - start);
+        }
+      }
+      host_data_free(&data);
+    }
+  if (!o->json)
+    printf("\n%zu results: %zu passed, %zu FAILED, %zu skipped (each with its reason)\n", done,
+           done - failed - skipped, failed, skipped);
+  if (!o->quiet)
+    fprintf(stderr, "normtune: %zu results, %zu failed, %zu skipped, in %.0f s\n", done, failed,
+            skipped, tool_now() - start);
+  return failed > 0;
 }
 
 static int cmd_bench(const options *o) {
@@ -1043,63 +2090,12 @@ static int cmd_bench(const options *o) {
   if (clnorm_ctx_load_tuning(s.ctx, path) != CLNORM_OK)
     fprintf(stderr, "normtune: %s: benchmarking without tuned results\n",
             clnorm_ctx_errmsg(s.ctx));
-  static const size_t bench_cols[] = {4096, 65536};
-  static const size_t bench_rows[] = {4096, 256};
-  const size_t n = o->ncols ? o->ncols : 2;
   char err[512];
-  double copy = tool_copy_gbps(s.context, s.queue, s.dev.device, (size_t)256 << 20, err,
-                               sizeof err);
+  const double copy = tool_copy_gbps(s.context, s.queue, s.dev.device, (size_t)256 << 20, err,
+                                     sizeof err);
   if (copy <= 0)
     die(1, "%s", err);
-  int failed = 0;
-  if (!o->json) {
-    printf("normtune bench on %s (%s); copy bandwidth %.1f GB/s (float4 copy kernel, same run)\n",
-           s.dev.name, s.dev.platform_name, copy);
-    printf("%-9s %-5s %6s %6s | %9s %6s %-9s | %9s %6s | %s\n", "op", "dtype", "rows", "cols",
-           "chosen", "/copy", "why", "heuristic", "/copy", "chosen variant");
-  }
-  clnorm_op ops[2] = {CLNORM_OP_LAYERNORM, CLNORM_OP_RMSNORM};
-  for (int a = 0; a < 2; a++) {
-    if (!has_word(o->ops, op_name(ops[a])))
-      continue;
-    for (size_t i = 0; i < n; i++) {
-      const size_t cols = o->ncols ? o->cols[i] : bench_cols[i];
-      const size_t rows = o->nrows ? o->rows[i < o->nrows ? i : o->nrows - 1] : bench_rows[i];
-      shape sh;
-      char why[256];
-      if (!shape_init(&s, &sh, ops[a], CLNORM_F32, rows, cols, why, sizeof why)) {
-        fprintf(stderr, "normtune: skipped: %s\n", why);
-        continue;
-      }
-      const clnorm_call call = shape_call(&sh, 0, 0);
-      clnorm_variant chosen, heur;
-      clnorm_choice reason;
-      clnorm_choose(s.ctx, &call, &chosen, &reason);
-      clnorm_heuristic(s.ctx, &call, &heur);
-      double e1, e2;
-      const double t1 = bench_one(&s, &sh, NULL, &e1);
-      const double t2 = bench_one(&s, &sh, &heur, &e2);
-      const double bytes = tool_op_bytes(&call);
-      const double g1 = t1 > 0 ? bytes / t1 / 1e9 : 0, g2 = t2 > 0 ? bytes / t2 / 1e9 : 0;
-      const int ok = t1 > 0 && t2 > 0 && e1 <= 1e-5 && e2 <= 1e-5;
-      failed |= !ok;
-      char text[128];
-      clnorm_variant_format(&chosen, text, sizeof text);
-      if (o->json)
-        printf("{\"device\": \"%s\", \"op\": \"%s\", \"dtype\": \"f32\", \"rows\": %zu, "
-               "\"cols\": %zu, \"chosen_gbps\": %.1f, \"chosen_why\": \"%s\", "
-               "\"heuristic_gbps\": %.1f, \"copy_gbps\": %.1f, \"chosen_ratio\": %.3f, "
-               "\"heuristic_ratio\": %.3f, \"variant\": \"%s\", \"max_err\": %.3g, "
-               "\"check\": \"%s\"}\n",
-               s.dev.name, op_name(ops[a]), rows, cols, g1, clnorm_choice_string(reason), g2,
-               copy, g1 / copy, g2 / copy, text, e1 > e2 ? e1 : e2, ok ? "pass" : "FAIL");
-      else
-        printf("%-9s %-5s %6zu %6zu | %9.1f %6.2f %-9s | %9.1f %6.2f | %s%s\n", op_name(ops[a]),
-               "f32", rows, cols, g1, g1 / copy, clnorm_choice_string(reason), g2, g2 / copy,
-               text, ok ? "" : "  CHECK FAILED");
-      shape_free(&sh);
-    }
-  }
+  const int failed = o->ngrid ? bench_grid(o, &s, copy) : bench_pairs(o, &s, copy);
   session_close(&s);
   return failed ? 1 : 0;
 }
@@ -1226,8 +2222,7 @@ static int cmd_strategies(const options *o) {
   if (clnorm__db_list(db, &s.identity, &hash, 0, replay_row, &st, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
   clnorm__db_close(db);
-  const size_t nvar = clnorm_variant_list(s.ctx, CLNORM_OP_LAYERNORM, NULL, 0) +
-                      clnorm_variant_list(s.ctx, CLNORM_OP_RMSNORM, NULL, 0);
+  const size_t nvar = variant_capacity(s.ctx);
   clnorm_variant *all = malloc(nvar * sizeof *all);
   candidate *cand = malloc(nvar * sizeof *cand);
   double *times = malloc(nvar * sizeof *times);
@@ -1237,18 +2232,21 @@ static int cmd_strategies(const options *o) {
   const int seeds = 100;
   printf("strategy replay on %s over shapes tuned exhaustively (%d seeds each)\n", s.dev.name,
          seeds);
-  printf("%-9s %-5s %7s %6s %5s | %-8s %5s %6s | %10s %10s %12s\n", "op", "dtype", "rows",
+  printf("%-13s %-5s %7s %6s %5s | %-8s %5s %6s | %10s %10s %12s\n", "op", "dtype", "rows",
          "cols", "cand", "strategy", "frac", "evals", "mean gap", "p90 gap", "within 3%");
   size_t used = 0;
+  const unsigned ops = o->ops ? o->ops : ALL_OPS, dtypes = o->dtypes ? o->dtypes : ALL_DTYPES;
   for (size_t gi = 0; gi < st.n; gi++) {
     replay_group *g = &st.g[gi];
+    if (!(ops & (1u << g->op)) || !(dtypes & (1u << g->dtype)))
+      continue;
     clnorm_call call;
     memset(&call, 0, sizeof call);
     call.op = g->op;
     call.dtype = g->dtype;
     call.cols = (size_t)g->cols;
     call.rows = (size_t)g->rows;
-    const size_t nv = clnorm_variant_list(s.ctx, g->op, all, nvar);
+    const size_t nv = clnorm_variant_list(s.ctx, g->op, g->dtype, all, nvar);
     size_t n = 0, missing = 0;
     double optimum = INFINITY;
     for (size_t i = 0; i < nv; i++) {
@@ -1302,7 +2300,7 @@ static int cmd_strategies(const options *o) {
         for (int k = 0; k < seeds; k++)
           mean += gaps[k] / seeds;
         const double p90 = (tool_median(gaps, seeds), gaps[(seeds * 9) / 10]);
-        printf("%-9s %-5s %7llu %6llu %5zu | %-8s %5.2f %6zu | %9.2f%% %9.2f%% %11d%%\n",
+        printf("%-13s %-5s %7llu %6llu %5zu | %-8s %5.2f %6zu | %9.2f%% %9.2f%% %11d%%\n",
                op_name(g->op), dtype_name(g->dtype), (unsigned long long)g->rows,
                (unsigned long long)g->cols, n, strat == 0 ? "random" : "anneal", fractions[f],
                limit, 100.0 * mean, 100.0 * p90, within * 100 / seeds);
@@ -1329,17 +2327,26 @@ static const char usage[] =
     "commands:\n"
     "  devices                 list OpenCL platforms and devices with their index\n"
     "  tune                    search the variants and store the winners\n"
-    "      [--device NAME|INDEX] [--db PATH] [--ops layernorm,rmsnorm] [--dtypes f32,f16,bf16]\n"
+    "      [--device NAME|INDEX] [--db PATH] [--ops OP,...] [--dtypes f32,f16,bf16]\n"
     "      [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
     "      [--strategy exhaustive|random|anneal] [--fraction F] [--seed N] [--quiet]\n"
     "  show [--db PATH] [--device NAME|INDEX] [--json]   the tuned winners\n"
-    "  bench [--device NAME|INDEX] [--db PATH] [--ops ...] [--cols ...] [--rows ...] [--json]\n"
+    "  bench [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...] [--cols ...]\n"
+    "      [--rows ...] [--json]\n"
     "                          tuned choice vs heuristic vs copy bandwidth, checked\n"
+    "  bench --grid gpu|ROWSxCOLS,... [--device ...] [--db PATH] [--ops ...] [--dtypes ...]\n"
+    "      [--json] [--quiet]  every op x dtype x shape of the grid through the dispatcher:\n"
+    "                          kernel time, GB/s, ratio to copy, wall time per call, checked\n"
     "  export FILE [--db PATH] all results as JSON (FILE - : standard output)\n"
     "  import FILE [--db PATH] results exported on another machine\n"
-    "  strategies [--device ...] [--db PATH]  replay random and anneal search over shapes\n"
-    "                          tuned exhaustively; how close they get for how many evaluations\n"
+    "  strategies [--device ...] [--db PATH] [--ops ...] [--dtypes ...]  replay random and\n"
+    "                          anneal search over shapes tuned exhaustively; how close they\n"
+    "                          get for how many evaluations\n"
     "\n"
+    "OP: layernorm, rmsnorm, add_layernorm, add_rmsnorm, layernorm_bwd, rmsnorm_bwd, or all;\n"
+    "dtypes: f32, f16, bf16, or all. Defaults: tune and bench --ops layernorm,rmsnorm\n"
+    "--dtypes f32; bench --grid every op and dtype; strategies every op and dtype stored.\n"
+    "--grid gpu: 17 shapes from 1x4096 to 16x4194304 (see docs/TUNING.md).\n"
     "The database is --db, else $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db\n"
     "(~/.cache/clnorm/tuning.db); the library reads the same path.\n"
     "The default device is the first GPU, else the first device.\n"
@@ -1352,8 +2359,10 @@ static const char usage[] =
     "  normtune devices\n"
     "  normtune tune --budget 60\n"
     "  normtune tune --device 1 --ops layernorm --cols 4096 --rows 4096 --strategy exhaustive\n"
+    "  normtune tune --ops add_rmsnorm,rmsnorm_bwd --dtypes f16,bf16 --cols 4096 --rows 2048\n"
     "  normtune show --device gpu\n"
     "  normtune bench --cols 4096,65536 --rows 4096,256\n"
+    "  normtune bench --grid gpu --device NVIDIA --json > clnorm.json\n"
     "\n"
     "exit status: 0 success, 1 failure (message on stderr), 2 bad usage, 130 interrupted\n";
 
@@ -1371,6 +2380,8 @@ int main(int argc, char **argv) {
   options o;
   parse_options(argc, argv, 2, &o);
   const char *cmd = argv[1];
+  if (o.ngrid && strcmp(cmd, "bench") != 0)
+    die(EXIT_USAGE, "--grid belongs to bench only");
   if (strcmp(cmd, "devices") == 0)
     return cmd_devices();
   if (strcmp(cmd, "tune") == 0)

@@ -128,6 +128,25 @@ double tool_event_seconds(cl_event event) {
   return e == CL_SUCCESS ? (double)(end - start) * 1e-9 : -1.0;
 }
 
+double tool_span_seconds(cl_event first, cl_event last, double *last_own) {
+  cl_ulong first_end = 0, start = 0, end = 0;
+  cl_int e = clWaitForEvents(1, &last);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_END, sizeof first_end, &first_end,
+                                NULL);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+  clReleaseEvent(first);
+  clReleaseEvent(last);
+  if (e != CL_SUCCESS || end < first_end || end < start)
+    return -1.0;
+  if (last_own)
+    *last_own = (double)(end - start) * 1e-9;
+  return (double)(end - first_end) * 1e-9;
+}
+
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -196,12 +215,18 @@ double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id d
 }
 
 double tool_op_bytes(const clnorm_call *call) {
-  const double elem = 4.0; /* float32 */
-  double bytes = 2.0 * (double)call->rows * (double)call->cols * elem;
-  bytes += (call->gamma ? 1.0 : 0.0) * (double)call->cols * elem;
-  bytes += (call->beta ? 1.0 : 0.0) * (double)call->cols * elem;
-  bytes += (call->mean ? 1.0 : 0.0) * (double)call->rows * 4.0;
-  bytes += (call->rstd ? 1.0 : 0.0) * (double)call->rows * 4.0;
+  const double elem = call->dtype == CLNORM_F32 ? 4.0 : 2.0; /* float16, bfloat16: 2 */
+  const double matrix = (double)call->rows * (double)call->cols * elem;
+  const double vector = (double)call->cols * elem, stats = (double)call->rows * 4.0;
+  /* x and y (dx) always; residual, sum_out and dy when the call has them */
+  double bytes = 2.0 * matrix;
+  bytes += (call->residual.buf ? matrix : 0.0) + (call->sum_out.buf ? matrix : 0.0);
+  bytes += call->dy.buf ? matrix : 0.0;
+  /* gamma, beta read; dgamma, dbeta written: cols elements of dtype each */
+  bytes += (call->gamma ? vector : 0.0) + (call->beta ? vector : 0.0);
+  bytes += (call->dgamma ? vector : 0.0) + (call->dbeta ? vector : 0.0);
+  /* mean and rstd: float32, written by forward ops, read by backward ones */
+  bytes += (call->mean ? stats : 0.0) + (call->rstd ? stats : 0.0);
   return bytes;
 }
 

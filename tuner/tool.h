@@ -31,6 +31,12 @@ int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *que
 /* Seconds between an event's start and end; releases the event. Negative on failure. */
 double tool_event_seconds(cl_event event);
 
+/* Seconds from the end of `first` (a marker enqueued just before the work) to the end of
+ * `last`, both on one in-order queue with profiling on: the whole of a call that enqueues
+ * several kernels and returns the event of the last one. *last_own (may be NULL) receives
+ * `last`'s own start-to-end seconds. Waits for `last`; releases both. Negative on failure. */
+double tool_span_seconds(cl_event first, cl_event last, double *last_own);
+
 /* Median of n values (reorders them). */
 double tool_median(double *values, size_t n);
 
@@ -49,7 +55,10 @@ void tool_json_string(const char *s);
 /* Whether needle occurs in hay, ignoring ASCII case. */
 int tool_contains_nocase(const char *hay, const char *needle);
 
-/* Bytes an op must move: x read once, y written once, gamma/beta read, mean/rstd written. */
+/* Bytes a call must move at least: each input read once, each output written once, in the
+ * call's dtype (mean and rstd: float32). Forward: x, gamma, beta read; y, mean, rstd written;
+ * add ops also residual read and sum_out written. Backward: dy, x, gamma, mean, rstd read; dx,
+ * dgamma, dbeta written. Buffers the call leaves NULL are not counted (x and y always are). */
 double tool_op_bytes(const clnorm_call *call);
 
 #endif

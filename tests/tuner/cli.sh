@@ -10,6 +10,10 @@ for cmd in devices tune show bench export import; do
 done
 expect_rc 0 tune_help "$NORMTUNE" tune --help
 expect_in "$WORK/tune_help.out" '--budget SECONDS' "tune --help lists --budget"
+expect_in "$WORK/help.out" '^  bench --grid gpu\|ROWSxCOLS' "--help lists bench --grid"
+for op in layernorm rmsnorm add_layernorm add_rmsnorm layernorm_bwd rmsnorm_bwd; do
+  expect_in "$WORK/help.out" "^OP: .*\b$op\b" "--help names the op $op"
+done
 expect_rc 0 h "$NORMTUNE" -h
 
 step "usage errors exit 2 with a message"
@@ -30,6 +34,9 @@ usage_error bad_budget '--budget: "-1" is not a positive number' tune --budget -
 usage_error bad_fraction '--fraction: "1.5" is not in' tune --fraction 1.5
 usage_error bad_op '--ops: unknown value "groupnorm"' tune --ops layernorm,groupnorm
 usage_error bad_dtype '--dtypes: unknown value "f64"' tune --dtypes f64
+usage_error bad_op_bench '--ops: unknown value "layernorm_backward"' bench --ops layernorm_backward
+usage_error empty_ops '--ops: no value given' strategies --ops ,
+usage_error bad_grid '--grid: "4096" is neither gpu nor a list ROWSxCOLS' bench --grid 4096
 usage_error bad_strategy '--strategy: unknown value "greedy"' tune --strategy greedy
 usage_error missing_value '--db needs a value' show --db
 usage_error export_no_file 'export needs a FILE' export --db "$WORK/x.db"

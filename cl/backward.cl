@@ -1,0 +1,174 @@
+/* Backward passes of LayerNorm (RMS == 0) and RMSNorm (RMS == 1).
+ *
+ * norm_bwd: dx per row, with the row's two sums taken like the forward's statistics (TPR
+ * work-items per row, RPG rows per group). The grid is persistent: group g takes the blocks of
+ * RPG rows g, g + groups, ..., so every row slot of every group always owns the same columns.
+ * Each slot sums dy * xhat (dgamma) and dy (dbeta) over its rows for its columns, in private
+ * memory when the row is held (HOLD > 0), else in its own row of `partial` (read-modify-write:
+ * no other work-item touches it). bwd_reduce then adds the groups * RPG partial rows of each
+ * column in a fixed order. No atomics: the same inputs give the same bits. */
+#ifndef RMS
+#define RMS 0
+#endif
+
+#if VEC == 1
+#define PLOAD(p, i) ((p)[(i)])
+#define PSTORE(p, i, v) ((p)[(i)] = (v))
+#else /* partial rows start at any float: unaligned vector access */
+#define PLOAD(p, i) CAT(vload, VEC)((i), (p))
+#define PSTORE(p, i, v) CAT(vstore, VEC)((v), (i), (p))
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
+         __global const stype *x, const ulong x_off, const ulong x_stride,
+         __global const stype *gamma, __global const float *mean_in,
+         __global const float *rstd_in, __global stype *dx, const ulong dx_off,
+         const ulong dx_stride, __global float *partial, const ulong rows, const uint cols,
+         const uint flags, const uint groups) {
+#if TPR > 1
+  __local float scratch[WG];
+#else
+  __local float *scratch = 0;
+#endif
+  /* `groups` groups take part; the grid may hold more (PoCL before 6 gets a fixed grid:
+   * docs/DEVICES.md). The test is the same for the whole group, before any barrier. */
+  if (get_group_id(0) >= groups)
+    return;
+  const uint lid = get_local_id(0);
+  const uint lane = lid % TPR;
+  const uint slot = lid / TPR;
+  const ulong blocks = (rows + RPG - 1) / RPG;
+  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+  const bool want_w = (flags & (HAS_DGAMMA | HAS_DBETA)) != 0;
+  const uint nvec_all = cols / VEC;
+  /* This slot's partial rows: dgamma's, then dbeta's groups * RPG rows further on. */
+  const ulong parts = (ulong)groups * RPG;
+  __global float *pg = partial + ((ulong)get_group_id(0) * RPG + slot) * cols;
+  __global float *pb = pg + parts * cols;
+#if HOLD > 0
+  floatv held_dy[HOLD], acc_g[HOLD], acc_b[HOLD];
+  for (uint k = 0; k < HOLD; k++) {
+    acc_g[k] = 0.0f;
+    acc_b[k] = 0.0f;
+  }
+#else
+  if (want_w)
+    FOR_VECS(i, k, nvec_all) {
+      PSTORE(pg, i, (floatv)0.0f);
+      PSTORE(pb, i, (floatv)0.0f);
+    }
+#endif
+  if (want_w)
+    for (uint i = nvec_all * VEC + lane; i < cols; i += TPR) {
+      pg[i] = 0.0f;
+      pb[i] = 0.0f;
+    }
+  HELD_DECL;
+
+  for (ulong b = get_group_id(0); b < blocks; b += groups) {
+    const ulong row = b * RPG + slot;
+    /* Work-items past the last row still take part in the barriers of the reductions. */
+    const bool active = row < rows;
+    const uint nvec = active ? nvec_all : 0;
+    const uint ncols = active ? cols : 0;
+    const ulong r = active ? row : 0;
+    __global const stype *xr = x + x_off + r * x_stride;
+    __global const stype *dyr = dy + dy_off + r * dy_stride;
+#if RMS
+    const float mean = 0.0f;
+#else
+    const float mean = active ? mean_in[r] : 0.0f;
+#endif
+    const float rstd = active ? rstd_in[r] : 0.0f;
+
+    /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy */
+    floatv a1 = 0.0f, a2 = 0.0f;
+    FOR_VECS(i, k, nvec) {
+      const floatv xv = LOADV(xr, i);
+      const floatv dv = LOADV(dyr, i);
+      HELD_PUT(k, xv);
+#if HOLD > 0
+      held_dy[k] = dv;
+#endif
+      const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+      a1 += g * ((xv - mean) * rstd);
+      a2 += g;
+    }
+    float s1 = HSUM(a1), s2 = HSUM(a2);
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float dv = LOAD1(dyr, i);
+      const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
+      s1 += g * ((LOAD1(xr, i) - mean) * rstd);
+      s2 += g;
+    }
+    const float c1 = row_sum(s1, scratch) / (float)cols;
+#if RMS
+    const float c2 = 0.0f;
+    (void)s2;
+#else
+    const float c2 = row_sum(s2, scratch) / (float)cols;
+#endif
+    if (!active)
+      continue;
+
+    __global stype *dxr = dx + dx_off + r * dx_stride;
+    /* Every element is read (when not held) before it is written, by the same work-item: dx
+     * may be dy or x. */
+    FOR_VECS(i, k, nvec) {
+#if HOLD > 0
+      const floatv xv = held[k];
+      const floatv dv = held_dy[k];
+#else
+      const floatv xv = LOADV(xr, i);
+      const floatv dv = LOADV(dyr, i);
+#endif
+      const floatv xhat = (xv - mean) * rstd;
+      const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+      STOREV(dxr, i, rstd * (g - c2 - xhat * c1));
+      if (want_w) {
+#if HOLD > 0
+        acc_g[k] += dv * xhat;
+        acc_b[k] += dv;
+#else
+        PSTORE(pg, i, PLOAD(pg, i) + dv * xhat);
+        PSTORE(pb, i, PLOAD(pb, i) + dv);
+#endif
+      }
+    }
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float dv = LOAD1(dyr, i);
+      const float xhat = (LOAD1(xr, i) - mean) * rstd;
+      const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
+      STORE1(dxr, i, rstd * (g - c2 - xhat * c1));
+      if (want_w) {
+        pg[i] += dv * xhat;
+        pb[i] += dv;
+      }
+    }
+  }
+#if HOLD > 0
+  if (want_w)
+    FOR_VECS(i, k, nvec_all) {
+      PSTORE(pg, i, acc_g[k]);
+      PSTORE(pb, i, acc_b[k]);
+    }
+#endif
+}
+
+/* dgamma and dbeta: column c is the sum of the `parts` partial rows in order 0, 1, ... */
+__kernel void bwd_reduce(__global const float *partial, const uint parts, const uint cols,
+                         __global stype *dgamma, __global stype *dbeta, const uint flags) {
+  __global const float *pb = partial + (ulong)parts * cols;
+  for (uint c = get_global_id(0); c < cols; c += get_global_size(0)) {
+    float g = 0.0f, b = 0.0f;
+    for (uint p = 0; p < parts; p++) {
+      g += partial[(ulong)p * cols + c];
+      b += pb[(ulong)p * cols + c];
+    }
+    if (flags & HAS_DGAMMA)
+      STORE1(dgamma, c, g);
+    if (flags & HAS_DBETA)
+      STORE1(dbeta, c, b);
+  }
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The test suite under tools, each in a build directory of its own:
+#   1. AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover: any UB fails), the
+#      suite without the `slow` and `oclgrind` labels (Oclgrind preloads its own OpenCL runtime,
+#      which ASan's must precede);
+#   2. ThreadSanitizer: the multi-threaded tests (threads, normtune's parallel tuning in
+#      tuner_concurrent and tuner_tune_dispatch) and test_variants' parallel pre-build
+#      (CLNORM_TEST_QUICK=1);
+#   3. Valgrind memcheck (--leak-check=full --error-exitcode=1) on the library's test
+#      executables, a plain build;
+#   4. the kernels under Oclgrind (tests/oclgrind.sh, the `oclgrind` ctest label).
+# Suppressions (tests/lsan.supp, tests/tsan.supp, tests/valgrind.supp) cover only PoCL, its LLVM
+# and the OpenCL ICD loader, each entry with its reason. Exits non-zero when any step fails; every
+# step runs, and a summary with each step's time ends the output.
+#   bash scripts/check_tools.sh                   # all four
+#   bash scripts/check_tools.sh asan tsan         # some: asan tsan valgrind oclgrind
+# Environment: TOOLS_DIR (default /tmp/clnorm-tools) holds the builds; CC picks the compiler
+# (gcc or clang); CLNORM_TEST_DEVICE as for the tests.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+bash scripts/deps.sh || exit 1
+dir=${TOOLS_DIR:-/tmp/clnorm-tools}
+mkdir -p "$dir"
+jobs=$(nproc 2>/dev/null || echo 2)
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(asan tsan valgrind oclgrind)
+if ! clinfo -l 2>/dev/null | grep -q Device; then
+  echo "check_tools: FAIL: no OpenCL device (clinfo -l lists none)" >&2
+  exit 1
+fi
+
+summary=()
+status=0
+run_step() { # NAME COMMAND...: runs, times, records
+  local name=$1 start=$SECONDS rc=0
+  shift
+  echo
+  echo "== $name"
+  "$@" || rc=$?
+  local took=$((SECONDS - start))
+  if [ $rc -eq 0 ]; then
+    summary+=("PASS  $name  ${took} s")
+  else
+    summary+=("FAIL  $name  ${took} s (exit status $rc)")
+    status=1
+  fi
+}
+
+# configure and build DIR with extra C flags (quiet unless it fails)
+build() {
+  local build_dir=$1 flags=$2 log
+  if ! log=$(cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLNORM_WERROR=ON \
+               "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
+               "-DCMAKE_SHARED_LINKER_FLAGS=$flags" 2>&1 &&
+             cmake --build "$build_dir" -j"$jobs" 2>&1); then
+    echo "$log" | tail -n 40
+    echo "check_tools: the build in $build_dir failed"
+    return 1
+  fi
+}
+
+asan() {
+  build "$dir/asan" "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g" ||
+    return 1
+  # fast_unwind_on_malloc=0: PoCL has no frame pointers; the slow unwinder gives leaks their
+  # whole stack, which tests/lsan.supp's entries need to tell PoCL's own leaks from clnorm's.
+  # intercept_tls_get_addr=0: the runtime of GCC <= 13 and LLVM <= 16 takes some of glibc >= 2.25's
+  # dynamic TLS blocks for glibc 2.19 ones and LeakSanitizer's tracer then dies at exit ("Tracer
+  # caught signal 11", intermittently; google/sanitizers#1322)
+  ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:intercept_tls_get_addr=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+  LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$dir/asan" -LE 'slow|oclgrind' -j"$jobs" --output-on-failure
+}
+
+tsan() {
+  build "$dir/tsan" "-fsanitize=thread -fno-omit-frame-pointer -g" || return 1
+  # TSan needs a narrow address space layout: without ASLR where the kernel randomizes more bits
+  # than its runtime accepts ("unexpected memory mapping")
+  local norand=()
+  if setarch "$(uname -m)" -R true 2>/dev/null; then
+    norand=(setarch "$(uname -m)" -R)
+  fi
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp"
+  local rc=0
+  "${norand[@]}" ctest --test-dir "$dir/tsan" -R '^(threads|tuner_concurrent|tuner_tune_dispatch)$' \
+    -j"$jobs" --output-on-failure || rc=1
+  echo "test_variants layernorm (CLNORM_TEST_QUICK=1: its parallel pre-build, quick shapes)"
+  local out r=0
+  out=$(CLNORM_TEST_QUICK=1 "${norand[@]}" "$dir/tsan/tests/test_variants" layernorm 2>&1) || r=$?
+  if [ $r -ne 0 ]; then
+    echo "$out" | tail -n 60
+    rc=1
+  else
+    echo "$out" | tail -n 1
+  fi
+  return $rc
+}
+
+valgrind_step() {
+  build "$dir/plain" "" || return 1
+  local rc=0 t="$dir/plain/tests"
+  # name: command. Short runs: memcheck is some 30 times slower, PoCL's kernel compiler included
+  # (test_threads' 1600 calls would take over 10 minutes: ThreadSanitizer covers it).
+  local -a cases=(
+    "args:$t/test_args"
+    "db:$t/test_db"
+    "shared_lib:$t/test_shared_lib"
+    "random:$t/test_random --cases 8"
+    "big_index:$t/test_big_index"
+    "example:$dir/plain/clnorm_example_minimal"
+  )
+  for c in "${cases[@]}"; do
+    local name=${c%%:*} cmd=${c#*:} start=$SECONDS out
+    # shellcheck disable=SC2086 # cmd is a command line
+    out=$(valgrind --tool=memcheck --leak-check=full --error-exitcode=99 \
+            --suppressions="$root/tests/valgrind.supp" --num-callers=50 $cmd 2>&1)
+    local r=$?
+    # test_big_index exits 77 where the device cannot hold its buffers: not a memcheck failure
+    if [ $r -eq 0 ] || { [ "$name" = big_index ] && [ $r -eq 77 ]; }; then
+      echo "  valgrind $name: clean ($((SECONDS - start)) s)"
+    else
+      echo "  valgrind $name: FAIL (exit status $r, 99: memcheck errors)"
+      echo "$out" | grep -E '^==[0-9]+==' | head -n 150
+      echo "$out" | grep -v -E '^==[0-9]+==' | tail -n 10
+      rc=1
+    fi
+  done
+  return $rc
+}
+
+oclgrind_step() {
+  build "$dir/plain" "" || return 1
+  ctest --test-dir "$dir/plain" -L oclgrind --output-on-failure
+}
+
+for s in "${steps[@]}"; do
+  case $s in
+  asan) run_step "AddressSanitizer + UndefinedBehaviorSanitizer: ctest -LE 'slow|oclgrind'" asan ;;
+  tsan) run_step "ThreadSanitizer: the multi-threaded tests" tsan ;;
+  valgrind) run_step "Valgrind memcheck: the test executables" valgrind_step ;;
+  oclgrind) run_step "Oclgrind: ctest -L oclgrind" oclgrind_step ;;
+  *)
+    echo "check_tools: unknown step $s (asan tsan valgrind oclgrind)" >&2
+    exit 2
+    ;;
+  esac
+done
+echo
+echo "== check_tools summary"
+printf '%s\n' "${summary[@]}"
+[ $status -eq 0 ] && echo "check_tools: PASS" || echo "check_tools: FAIL"
+exit $status
