@@ -162,6 +162,14 @@ inline float shfl_xor(float v, uint lane_mask) {
 #define WARP 32
 #endif
 
+/* The last barrier of a row's reduction also fences global memory. Every work-item of a row
+ * reads the row's first element (LayerNorm's pivot) before the reduction, and the work-item that
+ * owns that element may write it after (y == x, in place): a barrier that fences only local
+ * memory leaves that read and write unordered (OpenCL 1.2, 3.6.2), a race that Oclgrind reports.
+ * Shuffle-only reductions (REDUCE 2, TPR <= WARP) have no barrier: there the pivot feeds the
+ * value each lane contributes, so its read completes before the owner's write can begin. */
+#define ROW_DONE_FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+
 /* Sum of v over the TPR work-items of this row; every work-item of the group must call it
  * (it contains barriers) and every one receives the row's total. `scratch` holds WG floats. */
 inline float row_sum(float v, __local float *scratch) {
@@ -181,7 +189,7 @@ inline float row_sum(float v, __local float *scratch) {
   v = 0.0f;
   for (uint w = 0; w < TPR / WARP; w++)
     v += scratch[base / WARP + w];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(ROW_DONE_FENCE);
 #endif
   return v;
 #elif REDUCE == 1 /* one row per group (TPR == WG), any sub-group size */
@@ -193,7 +201,7 @@ inline float row_sum(float v, __local float *scratch) {
   const uint groups = get_num_sub_groups();
   for (uint s = 0; s < groups; s++)
     v += scratch[s];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(ROW_DONE_FENCE);
   return v;
 #else
   scratch[lid] = v;
@@ -204,7 +212,7 @@ inline float row_sum(float v, __local float *scratch) {
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   v = scratch[base];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(ROW_DONE_FENCE);
   return v;
 #endif
 #endif
@@ -244,7 +252,7 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
     o.m2 = scratch[3 * w + 2];
     s = stats_merge(s, o);
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(ROW_DONE_FENCE);
 #endif
   return s;
 #elif REDUCE == 1
@@ -270,7 +278,7 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
     o.m2 = scratch[3 * g + 2];
     s = stats_merge(s, o);
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(ROW_DONE_FENCE);
   return s;
 #else
   scratch[3 * lid] = s.n;
@@ -296,7 +304,7 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
   s.n = scratch[3 * base];
   s.mean = scratch[3 * base + 1];
   s.m2 = scratch[3 * base + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(ROW_DONE_FENCE);
   return s;
 #endif
 #endif

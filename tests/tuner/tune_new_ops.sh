@@ -11,7 +11,7 @@ DTYPES=f16,bf16
 measured='^(add_layernorm|rmsnorm_bwd) (f16|bf16) 64x256 wg='
 
 step "tune $OPS in $DTYPES, 64 x 256"
-tune "$DB" tune --ops $OPS --dtypes $DTYPES
+tune "$DB" tune --ops $OPS --dtypes $DTYPES --budget 1200
 for op in add_layernorm rmsnorm_bwd; do
   for dtype in f16 bf16; do
     expect_in "$WORK/tune.out" "^best $op $dtype 64x256: wg=" "tune names the $op $dtype winner"
@@ -120,7 +120,7 @@ line=$(grep '"op": "add_layernorm", "dtype": "f16"' "$WORK/promoted.out")
 
 step "the same tune again resumes: nothing new is measured"
 before=$(results "$DB")
-tune "$DB" again --ops $OPS --dtypes $DTYPES
+tune "$DB" again --ops $OPS --dtypes $DTYPES --budget 1200
 if grep -Eq "$measured" "$WORK/again.out"; then
   fail "the second run measured again: $(grep -E "$measured" "$WORK/again.out")"
 fi
