@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test suite under tools, each in a build directory of its own:
 #   1. AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover: any UB fails), the
-#      suite without the `slow` and `oclgrind` labels (Oclgrind preloads its own OpenCL runtime,
-#      which ASan's must precede);
+#      suite without the `slow`, `oclgrind` and `shim` labels (Oclgrind and the database fault
+#      shim are LD_PRELOADed, and ASan's runtime must come first);
 #   2. ThreadSanitizer: the multi-threaded tests (threads, normtune's parallel tuning in
 #      tuner_concurrent and tuner_tune_dispatch) and test_variants' parallel pre-build
 #      (CLNORM_TEST_QUICK=1);
@@ -71,7 +71,7 @@ asan() {
   ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:intercept_tls_get_addr=0:strict_string_checks=1:detect_stack_use_after_return=1 \
   LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir/asan" -LE 'slow|oclgrind' -j"$jobs" --output-on-failure
+    ctest --test-dir "$dir/asan" -LE 'slow|oclgrind|shim' -j"$jobs" --output-on-failure
 }
 
 tsan() {
@@ -137,7 +137,7 @@ oclgrind_step() {
 
 for s in "${steps[@]}"; do
   case $s in
-  asan) run_step "AddressSanitizer + UndefinedBehaviorSanitizer: ctest -LE 'slow|oclgrind'" asan ;;
+  asan) run_step "AddressSanitizer + UndefinedBehaviorSanitizer: ctest -LE 'slow|oclgrind|shim'" asan ;;
   tsan) run_step "ThreadSanitizer: the multi-threaded tests" tsan ;;
   valgrind) run_step "Valgrind memcheck: the test executables" valgrind_step ;;
   oclgrind) run_step "Oclgrind: ctest -L oclgrind" oclgrind_step ;;

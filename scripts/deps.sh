@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what clnorm needs to build and test on Debian or Ubuntu: a C compiler, CMake, the
 # OpenCL headers and ICD loader, PoCL (OpenCL on the CPU, so there is always a device), SQLite,
-# clinfo. Does nothing when all of it is installed already.
+# clinfo, and the tools of the checks (Oclgrind, Valgrind, clang with libFuzzer). Does nothing
+# when all of it is installed already.
 set -euo pipefail
 packages=(build-essential cmake ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
           libsqlite3-dev sqlite3 pkg-config python3
-          oclgrind valgrind) # tests/oclgrind.sh (the kernels under a simulator), check_tools.sh
+          oclgrind valgrind # tests/oclgrind.sh (the kernels under a simulator), check_tools.sh
+          clang libclang-rt-dev) # scripts/fuzz.sh: libFuzzer (Debian 12: in libclang-rt-dev)
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "clnorm: not a Debian/Ubuntu system: install the equivalents of ${packages[*]} yourself" >&2
   exit 0

@@ -116,6 +116,7 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
   const char *log = getenv("CLNORM_LOG");
   ctx->log_info = log && (strcmp(log, "info") == 0 || strcmp(log, "debug") == 0);
   clnorm__builtin_load(ctx);
+  clnorm__bincache_init(ctx);
   /* A missing or bad tuning database never fails the context: calls use the built-in table and
    * the heuristic, and the log says why. */
   if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK && ctx->log_info)
@@ -132,6 +133,7 @@ void clnorm_ctx_destroy(clnorm_ctx *ctx) {
     return;
   clnorm__programs_free(ctx);
   clnorm__tuning_free(ctx);
+  clnorm__bincache_free(ctx);
   pthread_cond_destroy(&ctx->built);
   pthread_mutex_destroy(&ctx->lock);
   clReleaseDevice(ctx->device);

@@ -76,10 +76,52 @@ static const char *const migrations[] = {
     /* 1 -> 2: each shape's results in winner order, so loading the winners needs no sort */
     "CREATE INDEX IF NOT EXISTS results_winners ON results (device_id, kernel_hash, op, dtype,"
     " cols, row_class, median_s, min_s, id) WHERE status = 'ok' AND median_s IS NOT NULL;",
+    /* 2 -> 3: what a report draws beside the winners: the device's copy bandwidth, and the
+     * heuristic's (untuned) variant of each shape with its measured figures. The library reads
+     * neither table, so OLDEST_READABLE stays; the queries of these tables read nothing from a
+     * database without them. */
+    "CREATE TABLE IF NOT EXISTS copy_bandwidth ("
+    " device_id INTEGER PRIMARY KEY REFERENCES devices (id),"
+    " gbps REAL NOT NULL,"
+    " bytes INTEGER NOT NULL,"
+    " measured_at INTEGER NOT NULL,"
+    " clnorm_version TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS heuristic ("
+    " id INTEGER PRIMARY KEY,"
+    " device_id INTEGER NOT NULL REFERENCES devices (id),"
+    " kernel_hash TEXT NOT NULL,"
+    " op TEXT NOT NULL,"
+    " dtype TEXT NOT NULL,"
+    " cols INTEGER NOT NULL,"
+    " row_class INTEGER NOT NULL,"
+    " wg INTEGER NOT NULL,"
+    " tpr INTEGER NOT NULL,"
+    " vec INTEGER NOT NULL,"
+    " hold INTEGER NOT NULL,"
+    " reduce TEXT NOT NULL,"
+    " stats TEXT NOT NULL,"
+    " rows INTEGER NOT NULL,"
+    " status TEXT NOT NULL,"
+    " median_s REAL,"
+    " min_s REAL,"
+    " gbps REAL,"
+    " max_err REAL,"
+    " measured_at INTEGER NOT NULL,"
+    " clnorm_version TEXT NOT NULL,"
+    " UNIQUE (device_id, kernel_hash, op, dtype, cols, row_class));",
 };
 _Static_assert(COUNT(migrations) == CLNORM_DB_SCHEMA, "one migration per schema version");
 
-enum { ST_FIND_DEVICE, ST_ADD_DEVICE, ST_PUT, ST_GET, ST_IMPORT, ST_COUNT };
+enum {
+  ST_FIND_DEVICE,
+  ST_ADD_DEVICE,
+  ST_PUT,
+  ST_GET,
+  ST_IMPORT,
+  ST_PUT_HEURISTIC,
+  ST_PUT_COPY,
+  ST_COUNT
+};
 
 struct clnorm_db {
   sqlite3 *sql;
@@ -154,12 +196,35 @@ static const char *rc_kind(int rc) {
   return "failed";
 }
 
+/* The errno of the last failed system call on the database, its WAL or its journal (0: none
+ * known). sqlite3_system_errno() alone often says 0: SQLite reads errno after later calls of its
+ * own have overwritten it, while each file keeps the errno of its own failure. */
+static int system_error(sqlite3 *sql) {
+  int e = sql ? sqlite3_system_errno(sql) : 0;
+  sqlite3_file *journal = NULL;
+  if (!e && sql &&
+      sqlite3_file_control(sql, "main", SQLITE_FCNTL_JOURNAL_POINTER, &journal) == SQLITE_OK &&
+      journal && journal->pMethods &&
+      journal->pMethods->xFileControl(journal, SQLITE_FCNTL_LAST_ERRNO, &e) != SQLITE_OK)
+    e = 0;
+  if (!e && sql && sqlite3_file_control(sql, "main", SQLITE_FCNTL_LAST_ERRNO, &e) != SQLITE_OK)
+    e = 0;
+  return e;
+}
+
 /* "tuning database 'PATH' is corrupt: reading the schema: file is not a database" */
 static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char *doing, char *err,
                               size_t err_size) {
   const char *detail = sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+  /* "disk I/O error" alone does not tell a full disk or file-size limit (EFBIG) from a failing
+   * device: add what the system said */
+  const int os_error = system_error(sql);
+  const int io =
+      (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_CANTOPEN;
   return fail((rc & 0xff) == SQLITE_NOMEM ? CLNORM_E_NO_MEMORY : CLNORM_E_DB, err, err_size,
-              "tuning database '%s' %s: %s: %s", path, rc_kind(rc), doing, detail);
+              "tuning database '%s' %s: %s: %s%s%s%s", path, rc_kind(rc), doing, detail,
+              io && os_error ? " (" : "", io && os_error ? strerror(os_error) : "",
+              io && os_error ? ")" : "");
 }
 
 static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err, size_t err_size) {
@@ -458,6 +523,8 @@ static int migrate(sqlite3 *sql) {
   /* Another process may have migrated since we looked: read the version again under the lock. */
   sqlite3_int64 version = 0;
   rc = pragma_int(sql, "PRAGMA user_version", &version);
+  if (rc == SQLITE_OK && version < 0) /* migrations[version] would be out of bounds */
+    rc = SQLITE_CORRUPT;
   for (sqlite3_int64 v = version; rc == SQLITE_OK && v < CLNORM_DB_SCHEMA; v++)
     rc = exec(sql, migrations[v]);
   if (rc == SQLITE_OK && version < CLNORM_DB_SCHEMA) {
@@ -576,6 +643,15 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
                   "clnorm tuning database",
                   path, (unsigned long long)app_id);
     *kind = P_FOREIGN;
+  } else if (version < 0) {
+    /* clnorm never writes one: changed by hand or damaged, or not ours at all */
+    status = fail(CLNORM_E_DB, err, err_size,
+                  app_id == APPLICATION_ID
+                      ? "tuning database '%s' is corrupt: negative schema version %lld"
+                      : "'%s' is an SQLite database with user_version %lld, not a clnorm tuning "
+                        "database",
+                  path, (long long)version);
+    *kind = app_id == APPLICATION_ID ? P_CORRUPT : P_FOREIGN;
   } else if (version > CLNORM_DB_SCHEMA) {
     status = fail(CLNORM_E_DB, err, err_size,
                   "tuning database '%s' has schema version %lld, newer than this clnorm "
@@ -640,12 +716,43 @@ clnorm_status clnorm__db_open(const char *path, int mode, clnorm_db **out, char 
   return status;
 }
 
+/* Whether the database file was renamed over or removed while this connection had it open, and
+ * the -wal file at the path is still this connection's own. */
+static int wal_orphaned(sqlite3 *sql) {
+  int moved = 0, wal_moved = 1;
+  sqlite3_file *wal = NULL;
+  if (!sql || sqlite3_file_control(sql, "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK ||
+      !moved)
+    return 0;
+  if (sqlite3_file_control(sql, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal ||
+      !wal->pMethods ||
+      wal->pMethods->xFileControl(wal, SQLITE_FCNTL_HAS_MOVED, &wal_moved) != SQLITE_OK)
+    return 0;
+  return !wal_moved;
+}
+
 void clnorm__db_close(clnorm_db *db) {
   if (!db)
     return;
   for (int i = 0; i < ST_COUNT; i++)
     sqlite3_finalize(db->stmt[i]);
+  /* SQLite skips the checkpoint on closing a database that was renamed over or removed, and
+   * leaves its -wal file, named after the path: the next connection would replay it into the
+   * file there now, overwriting that file's pages with the lost one's. It belongs to the file
+   * that is gone: remove it, and its -shm index. */
+  const int orphaned = wal_orphaned(db->sql);
   sqlite3_close(db->sql);
+  if (orphaned) {
+    static const char *const suffixes[] = {"-wal", "-shm"};
+    const size_t len = strlen(db->path);
+    char *name = malloc(len + 5);
+    for (size_t i = 0; name && i < COUNT(suffixes); i++) {
+      memcpy(name, db->path, len);
+      strcpy(name + len, suffixes[i]);
+      unlink(name);
+    }
+    free(name);
+  }
   free(db->path);
   free(db);
 }
@@ -736,6 +843,13 @@ static const char *const statements[ST_COUNT] = {
                   " measured_at = excluded.measured_at,"
                   " clnorm_version = excluded.clnorm_version"
                   " WHERE excluded.measured_at > results.measured_at",
+    [ST_PUT_HEURISTIC] = "INSERT OR REPLACE INTO heuristic (device_id, kernel_hash, op, dtype,"
+                         " cols, row_class, wg, tpr, vec, hold, reduce, stats, rows, status,"
+                         " median_s, min_s, gbps, max_err, measured_at, clnorm_version) VALUES"
+                         " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+                         " ?16, ?17, ?18, ?19, ?20)",
+    [ST_PUT_COPY] = ("INSERT OR REPLACE INTO copy_bandwidth (device_id, gbps, bytes, measured_at,"
+                     " clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5)"),
 };
 
 /* The cached statement `which`, reset and unbound. */
@@ -844,16 +958,26 @@ static void bind_result(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_res
                     SQLITE_TRANSIENT);
 }
 
+/* Only a text without a NUL inside: a blob or a longer text that reads as the same string would
+ * be a second row of one key (two winners of one shape) that SQLite's UNIQUE cannot see. */
 static int column_text(sqlite3_stmt *st, int col, char *out, size_t size) {
-  const char *text = (const char *)sqlite3_column_text(st, col);
-  if (!text || strlen(text) >= size)
+  if (sqlite3_column_type(st, col) != SQLITE_TEXT)
     return 0;
-  strcpy(out, text);
+  const char *text = (const char *)sqlite3_column_text(st, col);
+  const size_t bytes = (size_t)sqlite3_column_bytes(st, col);
+  if (!text || bytes >= size || strlen(text) != bytes)
+    return 0;
+  memcpy(out, text, bytes + 1);
   return 1;
 }
 
+/* NULL reads as NaN. A text or blob reads as -1, which every check rejects: SQLite would parse
+ * one as a number, which then compares differently in SQL (min, ORDER BY) than in C. */
 static double column_double(sqlite3_stmt *st, int col) {
-  return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+  const int type = sqlite3_column_type(st, col);
+  if (type == SQLITE_NULL)
+    return NAN;
+  return type == SQLITE_INTEGER || type == SQLITE_FLOAT ? sqlite3_column_double(st, col) : -1.0;
 }
 
 static int column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
@@ -936,27 +1060,67 @@ static clnorm_status check_args(clnorm_db *db, const clnorm_device_identity *d,
   return CLNORM_OK;
 }
 
-clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
-                             const clnorm_result *result, char *err, size_t err_size) {
-  clnorm_status status = check_args(db, device, result, err, err_size);
-  if (status != CLNORM_OK)
-    return status;
+/* CLNORM_E_DB with a message when the file this handle writes is no longer the database at its
+ * path: renamed over or removed (what SQLite's handle writes then goes to a file nobody will
+ * read, while the -wal file, named after the path, would be replayed into the file there now),
+ * or overwritten in place by another program. SQLite checks neither in WAL mode. Called inside
+ * a write transaction, before anything is written. */
+static clnorm_status check_file(clnorm_db *db, char *err, size_t err_size) {
+  int moved = 0;
+  if (sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved)
+    return fail(CLNORM_E_DB, err, err_size,
+                "tuning database '%s' was replaced or removed while this process was writing to "
+                "it: nothing more is stored (the results stored since it was opened went to the "
+                "file that is gone)",
+                db->path);
+  /* read through SQLite's own handle; a file shorter than 16 bytes (a new database whose pages
+   * are all in the WAL) gives SQLITE_IOERR_SHORT_READ and passes */
+  sqlite3_file *file = NULL;
+  char magic[16];
+  if (sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK &&
+      file && file->pMethods && file->pMethods->xRead(file, magic, 16, 0) == SQLITE_OK &&
+      memcmp(magic, "SQLite format 3", 16) != 0)
+    return fail(CLNORM_E_DB, err, err_size,
+                "tuning database '%s' was overwritten by another program while this process "
+                "was writing to it: nothing more is stored",
+                db->path);
+  return CLNORM_OK;
+}
+
+/* Stores result (ST_PUT, ST_PUT_HEURISTIC) or the copy bandwidth (ST_PUT_COPY: copy_gbps, bytes)
+ * of device in one transaction. */
+static clnorm_status put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
+                             const clnorm_result *result, double copy_gbps, uint64_t bytes,
+                             char *err, size_t err_size) {
+  clnorm_status status = CLNORM_OK;
   if (!db->writable)
     return fail(CLNORM_E_DB, err, err_size,
                 "tuning database '%s' was opened for reading: cannot store results", db->path);
   int rc = begin_write(db->sql);
   if (rc != SQLITE_OK)
     return db_fail(db, rc, "starting a write transaction", err, err_size);
+  if ((status = check_file(db, err, err_size)) != CLNORM_OK) {
+    exec(db->sql, "ROLLBACK");
+    return status;
+  }
   sqlite3_int64 id = -1;
   sqlite3_stmt *st = NULL;
   const char *what = "storing the device";
   rc = device_id(db, device, 1, &id);
   if (rc == SQLITE_OK) {
-    what = "storing the result";
-    rc = stmt(db, ST_PUT, &st);
+    what = which == ST_PUT_COPY ? "storing the copy bandwidth" : "storing the result";
+    rc = stmt(db, which, &st);
   }
   if (rc == SQLITE_OK) {
-    bind_result(st, id, result);
+    if (which == ST_PUT_COPY) {
+      sqlite3_bind_int64(st, 1, id);
+      sqlite3_bind_double(st, 2, copy_gbps);
+      sqlite3_bind_int64(st, 3, (sqlite3_int64)bytes);
+      sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+      sqlite3_bind_text(st, 5, THIS_VERSION, -1, SQLITE_STATIC);
+    } else {
+      bind_result(st, id, result);
+    }
     rc = sqlite3_step(st);
     rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
     sqlite3_reset(st);
@@ -971,6 +1135,34 @@ clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device
     db->cached = 0; /* the device row may have been rolled back */
   }
   return status;
+}
+
+clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
+                             const clnorm_result *result, char *err, size_t err_size) {
+  const clnorm_status status = check_args(db, device, result, err, err_size);
+  return status != CLNORM_OK ? status : put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
+}
+
+clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identity *device,
+                                       const clnorm_result *result, char *err, size_t err_size) {
+  const clnorm_status status = check_args(db, device, result, err, err_size);
+  return status != CLNORM_OK ? status
+                             : put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
+}
+
+clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *device, double gbps,
+                                  uint64_t bytes, char *err, size_t err_size) {
+  clear(err, err_size);
+  if (!db || !device)
+    return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "device");
+  char reason[160];
+  if (!device_valid(device, reason, sizeof reason))
+    return fail(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+  if (!(isfinite(gbps) && gbps > 0) || bytes == 0 || bytes > (uint64_t)INT64_MAX)
+    return fail(CLNORM_E_INVALID_ARG, err, err_size,
+                "copy bandwidth: %g GB/s over %llu bytes is not a measurement", gbps,
+                (unsigned long long)bytes);
+  return put_row(db, ST_PUT_COPY, device, NULL, gbps, bytes, err, err_size);
 }
 
 clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device,
@@ -1040,7 +1232,9 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
   }
   /* A winner is the "ok" row with the smallest median of its shape: with exactly one min() in
    * the query, SQLite takes the bare column id from that row. The filters are spelled out (not
-   * "?1 IS NULL OR ...") so that SQLite can search the results_winners index. */
+   * "?1 IS NULL OR ...") so that SQLite can search the results_winners index. A winner's row is
+   * checked again: w reads only that index, which a damaged file's may contradict (readers run
+   * no integrity check). */
   const char *const device_filter = device ? " AND device_id = ?1" : "";
   const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
   char text[2048];
@@ -1053,12 +1247,13 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
            " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
            " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
            " r.clnorm_version, %s AS winner FROM %s JOIN devices d ON d.id = r.device_id"
-           " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
+           " WHERE 1%s%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
            " winner DESC, r.median_s IS NULL, r.median_s, r.min_s, r.id",
-           device_filter, hash_filter, winners_only ? "1" : "r.id IN (SELECT id FROM w)",
+           device_filter, hash_filter,
+           winners_only ? "1" : "r.status = 'ok' AND r.id IN (SELECT id FROM w)",
            winners_only ? "w CROSS JOIN results r ON r.id = w.id" : "results r",
-           device && !winners_only ? " AND r.device_id = ?1" : "",
-           kernel_hash && !winners_only ? " AND r.kernel_hash = ?2" : "");
+           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "",
+           winners_only ? " AND r.status = 'ok'" : "");
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
   if (rc != SQLITE_OK)
@@ -1192,6 +1387,190 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
                     "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> ?2", NULL,
                     id, hash, &out->kernels_changed);
   return rc == SQLITE_OK ? CLNORM_OK : db_fail(db, rc, "counting stale results", err, err_size);
+}
+
+/* ---- what reports and diagnostics read */
+
+/* Whether the table `name` exists: a database of schema 2 or older has no heuristic and no
+ * copy_bandwidth table, and a reader never migrates. */
+static int has_table(sqlite3 *sql, const char *name, int *yes) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(sql,
+                              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
+                              " name = ?1",
+                              -1, &st, NULL);
+  *yes = 0;
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      *yes = sqlite3_column_int(st, 0) > 0;
+      rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
+                                        const uint64_t *kernel_hash, clnorm_db_row_fn fn,
+                                        void *user, char *err, size_t err_size) {
+  clear(err, err_size);
+  if (!db || !fn)
+    return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  int present = 0;
+  int rc = has_table(db->sql, "heuristic", &present);
+  if (rc != SQLITE_OK)
+    return db_fail(db, rc, "reading the schema", err, err_size);
+  if (!present)
+    return CLNORM_OK;
+  sqlite3_int64 id = -1;
+  if (device) {
+    char reason[160];
+    if (!device_valid(device, reason, sizeof reason))
+      return fail(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+    if ((rc = device_id(db, device, 0, &id)) != SQLITE_OK)
+      return db_fail(db, rc, "looking up the device", err, err_size);
+    if (id < 0)
+      return CLNORM_OK;
+  }
+  char text[1024];
+  snprintf(text, sizeof text,
+           "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+           " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
+           " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
+           " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+           " r.clnorm_version FROM heuristic r JOIN devices d ON d.id = r.device_id"
+           " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class",
+           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "");
+  sqlite3_stmt *st = NULL;
+  if ((rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL)) != SQLITE_OK)
+    return db_fail(db, rc, "listing the heuristic's results", err, err_size);
+  char hash[17];
+  if (device)
+    sqlite3_bind_int64(st, 1, id);
+  if (kernel_hash) {
+    hash_text(*kernel_hash, hash);
+    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+  }
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    clnorm_device_identity d;
+    clnorm_result r;
+    if (read_row(st, &d, &r) && fn(user, &d, &r, 0)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? CLNORM_OK
+                           : db_fail(db, rc, "listing the heuristic's results", err, err_size);
+}
+
+clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *device,
+                                   double *gbps, uint64_t *bytes, int64_t *measured_at, char *err,
+                                   size_t err_size) {
+  clear(err, err_size);
+  if (!db || !device || !gbps)
+    return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                !db       ? "db"
+                : !device ? "device"
+                          : "gbps");
+  *gbps = NAN;
+  if (bytes)
+    *bytes = 0;
+  if (measured_at)
+    *measured_at = 0;
+  int present = 0;
+  sqlite3_int64 id = -1;
+  int rc = has_table(db->sql, "copy_bandwidth", &present);
+  if (rc == SQLITE_OK && present)
+    rc = device_id(db, device, 0, &id);
+  if (rc != SQLITE_OK)
+    return db_fail(db, rc, "reading the copy bandwidth", err, err_size);
+  if (!present || id < 0)
+    return CLNORM_OK;
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(
+      db->sql, "SELECT gbps, bytes, measured_at FROM copy_bandwidth WHERE device_id = ?1", -1, &st,
+      NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      const double v = column_double(st, 0);
+      *gbps = isfinite(v) && v > 0 ? v : NAN;
+      if (bytes)
+        *bytes = (uint64_t)(sqlite3_column_int64(st, 1) > 0 ? sqlite3_column_int64(st, 1) : 0);
+      if (measured_at)
+        *measured_at = sqlite3_column_int64(st, 2);
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_OK ? CLNORM_OK : db_fail(db, rc, "reading the copy bandwidth", err, err_size);
+}
+
+clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
+                                 void *user, char *err, size_t err_size) {
+  clear(err, err_size);
+  if (!db || !fn)
+    return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(
+      db->sql,
+      "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+      " d.compute_units, d.max_clock_mhz, d.local_mem,"
+      " (SELECT count(*) FROM results r WHERE r.device_id = d.id),"
+      " (SELECT count(*) FROM results r WHERE r.device_id = d.id AND r.kernel_hash = ?1),"
+      " (SELECT count(*) FROM (SELECT DISTINCT op, dtype, cols, row_class FROM results r"
+      "  WHERE r.device_id = d.id AND r.kernel_hash = ?1 AND r.status = 'ok'"
+      "  AND r.median_s IS NOT NULL))"
+      " FROM devices d ORDER BY d.id",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK)
+    return db_fail(db, rc, "listing devices", err, err_size);
+  char hash[17];
+  hash_text(kernel_hash, hash);
+  sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    clnorm_device_identity d;
+    clnorm_db_device_counts c;
+    uint64_t v[4];
+    memset(&d, 0, sizeof d);
+    memset(&c, 0, sizeof c);
+    if (!column_uint(st, 0, UINT32_MAX, &v[0]) || !column_text(st, 1, d.vendor, sizeof d.vendor) ||
+        !column_text(st, 2, d.name, sizeof d.name) ||
+        !column_text(st, 3, d.driver_version, sizeof d.driver_version) ||
+        !column_text(st, 4, d.cl_version, sizeof d.cl_version) ||
+        !column_uint(st, 5, UINT32_MAX, &v[1]) || !column_uint(st, 6, UINT32_MAX, &v[2]) ||
+        !column_uint(st, 7, INT64_MAX, &v[3]))
+      continue;
+    d.vendor_id = (cl_uint)v[0];
+    d.compute_units = (cl_uint)v[1];
+    d.max_clock_mhz = (cl_uint)v[2];
+    d.local_mem = (cl_ulong)v[3];
+    c.results = (uint64_t)sqlite3_column_int64(st, 8);
+    c.current = (uint64_t)sqlite3_column_int64(st, 9);
+    c.shapes = (uint64_t)sqlite3_column_int64(st, 10);
+    if (fn(user, &d, &c)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? CLNORM_OK : db_fail(db, rc, "listing devices", err, err_size);
+}
+
+clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t err_size) {
+  clear(err, err_size);
+  if (!db || !version)
+    return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "version");
+  sqlite3_int64 v = 0;
+  const int rc = pragma_int(db->sql, "PRAGMA user_version", &v);
+  *version = (int)v;
+  return rc == SQLITE_OK ? CLNORM_OK : db_fail(db, rc, "reading the schema version", err, err_size);
 }
 
 /* ---- JSON export */
@@ -1915,6 +2294,12 @@ static clnorm_status store_import(clnorm_db *db, const clnorm_device_identity *d
   if (rc != SQLITE_OK) {
     free(ids);
     return db_fail(db, rc, "starting a write transaction", err, err_size);
+  }
+  const clnorm_status lost = check_file(db, err, err_size);
+  if (lost != CLNORM_OK) {
+    exec(db->sql, "ROLLBACK");
+    free(ids);
+    return lost;
   }
   const char *what = "storing the imported devices";
   for (size_t i = 0; rc == SQLITE_OK && i < device_count; i++)

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CLNORM_DB_SCHEMA 2      /* PRAGMA user_version this build writes */
+#define CLNORM_DB_SCHEMA 3      /* PRAGMA user_version this build writes */
 #define CLNORM_DB_JSON_FORMAT 1 /* "format_version" of exported JSON */
 
 typedef struct clnorm_db clnorm_db;
@@ -131,6 +131,50 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
 clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
                               const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
                               void *user, char *err, size_t err_size);
+
+/* What a tuning run measures besides the candidates (schema 3 on; a database of an older schema
+ * holds none of it, and these functions then report nothing rather than fail). */
+
+/* Stores `result` as the measurement of the heuristic's variant (clnorm_heuristic: what the
+ * dispatcher runs untuned) for its shape (kernel_hash, op, dtype, cols, row_class) of `device`,
+ * replacing the one stored. Statuses as clnorm__db_put. */
+clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identity *device,
+                                       const clnorm_result *result, char *err, size_t err_size);
+
+/* Calls fn (winner 0) for each stored heuristic measurement, ordered as clnorm__db_list;
+ * device and kernel_hash filter as there (NULL: all). */
+clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
+                                        const uint64_t *kernel_hash, clnorm_db_row_fn fn,
+                                        void *user, char *err, size_t err_size);
+
+/* Stores the device's copy bandwidth (GB/s, bytes read + written per second, as
+ * tool_copy_gbps) measured over `bytes` bytes, replacing the one stored.
+ * CLNORM_E_INVALID_ARG (not a positive finite figure), CLNORM_E_DB. */
+clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *device, double gbps,
+                                  uint64_t bytes, char *err, size_t err_size);
+
+/* The device's stored copy bandwidth into *gbps (NaN when none is stored); bytes and measured_at
+ * (unix time) may be NULL. */
+clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *device,
+                                   double *gbps, uint64_t *bytes, int64_t *measured_at, char *err,
+                                   size_t err_size);
+
+/* Per stored device identity: how many results, how many of kernel_hash, how many shapes (op,
+ * dtype, cols, row class) of kernel_hash have an "ok" result (a tuned winner). */
+typedef struct clnorm_db_device_counts {
+  uint64_t results, current, shapes;
+} clnorm_db_device_counts;
+
+/* Return nonzero to stop the listing. */
+typedef int (*clnorm_db_device_fn)(void *user, const clnorm_device_identity *device,
+                                   const clnorm_db_device_counts *counts);
+
+/* Calls fn once per stored device identity, in the order they were first stored. */
+clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
+                                 void *user, char *err, size_t err_size);
+
+/* The schema version of the open database (PRAGMA user_version) into *version. */
+clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t err_size);
 
 /* Writes every device's results as JSON to out:
  *   {"format": "clnorm-tuning", "format_version": 1, "clnorm_version": "0.1.0",

@@ -4,6 +4,97 @@
 #include <stdint.h>
 #include <stdio.h>
 
+void clnorm__fault_inject(clnorm_ctx *ctx, clnorm_fault_kind kind, cl_int err, unsigned skip,
+                          unsigned count, uint64_t key) {
+  pthread_mutex_lock(&ctx->lock);
+  ctx->faults[kind] = (clnorm_fault){skip, count, err, key, 0};
+  int armed = 0;
+  for (int k = 0; k < CLNORM_FAULT_KINDS; k++)
+    armed |= ctx->faults[k].count > 0;
+  ctx->faults_armed = armed;
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+unsigned clnorm__fault_fired(clnorm_ctx *ctx, clnorm_fault_kind kind) {
+  pthread_mutex_lock(&ctx->lock);
+  const unsigned fired = ctx->faults[kind].fired;
+  pthread_mutex_unlock(&ctx->lock);
+  return fired;
+}
+
+cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key) {
+  cl_int err = CL_SUCCESS;
+  pthread_mutex_lock(&ctx->lock);
+  clnorm_fault *f = &ctx->faults[kind];
+  if (f->count > 0 && (f->key == CLNORM_FAULT_ANY || f->key == key)) {
+    if (f->skip > 0) {
+      f->skip--;
+    } else {
+      f->count--;
+      f->fired++;
+      err = f->err;
+    }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return err;
+}
+
+/* The key of a program in a row class, in the set of variants that failed at launch. */
+static uint64_t unusable_key(const clnorm_call *call, uint64_t program_key) {
+  return 1ull << 63 | program_key << 2 | clnorm__row_class(call->rows);
+}
+
+/* Whether the program failed at launch before in this call's row class; *err: with what. */
+static int unusable_find(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key,
+                         cl_int *err) {
+  if (atomic_load_explicit(&ctx->unusable_count, memory_order_acquire) == 0)
+    return 0; /* the usual case: no lock */
+  const uint64_t key = unusable_key(call, program_key);
+  int found = 0;
+  pthread_mutex_lock(&ctx->lock);
+  const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
+  for (size_t i = 0; i < n && !found; i++)
+    if (ctx->unusable[i].key == key) {
+      *err = ctx->unusable[i].err;
+      found = 1;
+    }
+  pthread_mutex_unlock(&ctx->lock);
+  return found;
+}
+
+/* Remembers a launch failure: 1 when added, 2 when another thread's call had added it, 0 when
+ * the set is full (the call then gives up rather than retry without remembering). */
+static int unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key,
+                        cl_int err) {
+  const uint64_t key = unusable_key(call, program_key);
+  int added = 0;
+  pthread_mutex_lock(&ctx->lock);
+  const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
+  for (size_t i = 0; i < n; i++)
+    if (ctx->unusable[i].key == key)
+      added = 2;
+  if (!added && n < CLNORM_UNUSABLE) {
+    ctx->unusable[n] = (clnorm_unusable){key, err};
+    atomic_store_explicit(&ctx->unusable_count, n + 1, memory_order_release);
+    added = 1;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return added;
+}
+
+static void unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key) {
+  const uint64_t key = unusable_key(call, program_key);
+  pthread_mutex_lock(&ctx->lock);
+  const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
+  for (size_t i = 0; i < n; i++)
+    if (ctx->unusable[i].key == key) {
+      ctx->unusable[i] = ctx->unusable[n - 1];
+      atomic_store_explicit(&ctx->unusable_count, n - 1, memory_order_release);
+      break;
+    }
+  pthread_mutex_unlock(&ctx->lock);
+}
+
 const char *clnorm_choice_string(clnorm_choice why) {
   switch (why) {
   case CLNORM_CHOICE_FORCED:
@@ -47,8 +138,29 @@ static clnorm_status usable(clnorm_ctx *ctx, const clnorm_call *call, const clno
   return CLNORM_OK;
 }
 
-/* The heuristic's variant, falling back to safer ones when its build fails or the built kernel
- * cannot take its work-group size (register pressure can lower that limit). */
+/* A variant the dispatcher may choose: usable(), built, and not failed at launch before in this
+ * call's row class. */
+static clnorm_status candidate(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
+                               clnorm_variant *eff, clnorm_program **prog) {
+  clnorm_status st = usable(ctx, call, v, eff);
+  if (st == CLNORM_OK)
+    st = clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog);
+  cl_int err;
+  if (st == CLNORM_OK && unusable_find(ctx, call, (*prog)->key, &err)) {
+    char text[128];
+    clnorm_variant_format(eff, text, sizeof text);
+    st = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
+                      "variant %s failed at launch earlier with %s (%d): not used again for %s %s "
+                      "in this row class",
+                      text, clnorm__cl_error_name(err), (int)err, clnorm_op_name(call->op),
+                      clnorm_dtype_name(call->dtype));
+  }
+  return st;
+}
+
+/* The heuristic's variant, falling back to safer ones when its build fails, the built kernel
+ * cannot take its work-group size (register pressure can lower that limit) or it failed at
+ * launch before. */
 static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *eff,
                                     clnorm_program **prog) {
   /* The heuristic's variant; then the same re-reading the row (no private array); then smaller
@@ -72,9 +184,7 @@ static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, cl
   candidates[n++] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   clnorm_status st = CLNORM_E_UNSUPPORTED;
   for (size_t i = 0; i < n; i++) {
-    st = usable(ctx, call, &candidates[i], eff);
-    if (st == CLNORM_OK)
-      st = clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog);
+    st = candidate(ctx, call, &candidates[i], eff, prog);
     if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
       break;
     if (ctx->log_info)
@@ -85,8 +195,9 @@ static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, cl
 }
 
 /* The variant to run and its built program. A forced variant is used as given or refused; a
- * chosen one falls back, in order, to safer variants when its build fails or the built kernel
- * cannot take its work-group size (register pressure can lower that limit). */
+ * chosen one falls back, in order, to safer variants when its build fails, the built kernel
+ * cannot take its work-group size (register pressure can lower that limit) or it failed at
+ * launch before in this row class (clnorm_run). */
 static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *force,
                             clnorm_variant *eff, clnorm_choice *why, clnorm_program **prog) {
   if (force) {
@@ -117,8 +228,7 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
     if (!have[source])
       continue;
     *why = reasons[source];
-    if (usable(ctx, call, &found[source], eff) == CLNORM_OK &&
-        clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog) == CLNORM_OK)
+    if (candidate(ctx, call, &found[source], eff, prog) == CLNORM_OK)
       return CLNORM_OK;
     if (ctx->log_info)
       fprintf(stderr, "clnorm: the %s variant cannot run this call, falling back: %s\n",
@@ -128,9 +238,10 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
   return heuristic_pick(ctx, call, eff, prog);
 }
 
-/* CLNORM_LOG=info: one line per op, dtype, cols and row class. */
+/* CLNORM_LOG=info: one line per op, dtype, cols and row class; again: the choice after a launch
+ * failure, printed whatever was printed before. */
 static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
-                       clnorm_choice why) {
+                       clnorm_choice why, int again) {
   const uint64_t key = ((uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
                         (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows)) +
                        1;
@@ -147,7 +258,7 @@ static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_va
     }
   }
   pthread_mutex_unlock(&ctx->lock);
-  if (!fresh)
+  if (!fresh && !again)
     return;
   char text[128];
   clnorm_variant_format(v, text, sizeof text);
@@ -216,8 +327,29 @@ static clnorm_status set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *c
   return CLNORM_OK;
 }
 
-static clnorm_status launch_failed(clnorm_ctx *ctx, cl_int err, const char *what,
-                                   const char *options, size_t global, size_t local) {
+/* A failed launch, for clnorm_run to decide on a retry with another variant: which program's
+ * kernel failed and how, and the call's work already enqueued before it. */
+typedef struct attempt {
+  cl_int err;        /* the failed clEnqueueNDRangeKernel's code; CL_SUCCESS: none failed */
+  uint64_t key;      /* the program of that kernel */
+  cl_event enqueued; /* a backward call's first kernel, when its second failed to launch */
+} attempt;
+
+/* clEnqueueNDRangeKernel, 1-D, unless a test injected its failure. */
+static cl_int launch(clnorm_ctx *ctx, const clnorm_program *prog, cl_command_queue queue,
+                     cl_kernel kernel, size_t global, const size_t *local, cl_uint num_wait,
+                     const cl_event *wait_list, cl_event *event) {
+  const cl_int injected = CLNORM_FAULT(ctx, CLNORM_FAULT_ENQUEUE, prog->key);
+  if (injected != CL_SUCCESS)
+    return injected;
+  return clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, local, num_wait, wait_list, event);
+}
+
+static clnorm_status launch_failed(clnorm_ctx *ctx, attempt *a, cl_int err, const char *what,
+                                   const clnorm_program *prog, size_t global, size_t local) {
+  a->err = err;
+  a->key = prog->key;
+  const char *options = prog->options;
   return clnorm__fail(ctx,
                       err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
                           ? CLNORM_E_NO_MEMORY
@@ -225,6 +357,24 @@ static clnorm_status launch_failed(clnorm_ctx *ctx, cl_int err, const char *what
                                                           : CLNORM_E_OPENCL,
                       "clEnqueueNDRangeKernel(%s %s, global %zu, local %zu) failed: %s (%d)", what,
                       options, global, local, clnorm__cl_error_name(err), (int)err);
+}
+
+/* A call's scratch buffer (clCreateBuffer), unless a test injected its failure. */
+static cl_mem scratch(clnorm_ctx *ctx, const clnorm_program *prog, size_t bytes, cl_int *err) {
+  *err = CLNORM_FAULT(ctx, CLNORM_FAULT_ALLOC, prog->key);
+  return *err == CL_SUCCESS ? clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, err)
+                            : NULL;
+}
+
+/* CL_OUT_OF_RESOURCES from clCreateBuffer is the device failing to allocate, too. */
+static clnorm_status scratch_failed(clnorm_ctx *ctx, cl_int err, const char *what, size_t bytes) {
+  return clnorm__fail(ctx,
+                      err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
+                              err == CL_OUT_OF_RESOURCES || err == CL_INVALID_BUFFER_SIZE
+                          ? CLNORM_E_NO_MEMORY
+                          : CLNORM_E_OPENCL,
+                      "allocating %zu bytes of %s scratch failed: %s (%d)", bytes, what,
+                      clnorm__cl_error_name(err), (int)err);
 }
 
 /* The persistent grid of the backward kernel (and the fixed grid of every kernel on PoCL
@@ -264,11 +414,12 @@ static size_t backward_groups(const clnorm_ctx *ctx, const clnorm_call *call,
 
 /* The backward pass: norm_bwd, then (with weight gradients) bwd_reduce over the partial sums in
  * a scratch buffer of the call's own (released here; OpenCL frees it when the kernels are done).
- * *event completes when both have. */
+ * *event completes when both have. When bwd_reduce fails to launch, a->enqueued is norm_bwd's
+ * event: it writes dx, so a retry must wait for it. */
 static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
                                       const clnorm_call *call, const clnorm_variant *v,
                                       clnorm_program *prog, cl_uint num_wait,
-                                      const cl_event *wait_list, cl_event *event) {
+                                      const cl_event *wait_list, cl_event *event, attempt *a) {
   const int want_w = call->dgamma || call->dbeta;
   const size_t groups = backward_groups(ctx, call, v);
   const size_t parts = groups * (v->wg / v->tpr);
@@ -276,16 +427,10 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
   cl_mem partial = NULL;
   cl_int err;
   if (want_w) {
-    partial = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
-                             2 * sizeof(float) * parts * call->cols, NULL, &err);
+    /* Before any kernel: when it fails, nothing of the call is enqueued. */
+    partial = scratch(ctx, prog, 2 * sizeof(float) * parts * call->cols, &err);
     if (err != CL_SUCCESS)
-      return clnorm__fail(ctx,
-                          err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
-                                  err == CL_INVALID_BUFFER_SIZE
-                              ? CLNORM_E_NO_MEMORY
-                              : CLNORM_E_OPENCL,
-                          "allocating %zu bytes of backward scratch failed: %s",
-                          2 * sizeof(float) * parts * call->cols, clnorm__cl_error_name(err));
+      return scratch_failed(ctx, err, "backward", 2 * sizeof(float) * parts * call->cols);
   }
   cl_kernel main_k = NULL, reduce_k = NULL;
   cl_event main_done = NULL;
@@ -295,10 +440,10 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
   if (st == CLNORM_OK) {
     const size_t local = v->wg;
     const size_t global = (ctx->info.fixed_grid ? launch_groups(ctx, call, v) : groups) * v->wg;
-    err = clEnqueueNDRangeKernel(queue, main_k, 1, NULL, &global, &local, num_wait, wait_list,
-                                 want_w ? &main_done : event);
+    err = launch(ctx, prog, queue, main_k, global, &local, num_wait, wait_list,
+                 want_w ? &main_done : event);
     if (err != CL_SUCCESS)
-      st = launch_failed(ctx, err, "norm_bwd", prog->options, global, local);
+      st = launch_failed(ctx, a, err, "norm_bwd", prog, global, local);
   }
   if (st == CLNORM_OK && want_w) {
     st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
@@ -318,13 +463,17 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
     if (st == CLNORM_OK) {
       /* 64 columns per group; a fixed grid takes 64 groups per compute unit and strides. */
       const size_t local = 64;
-      const size_t global = ctx->info.fixed_grid
-                                ? (size_t)64 * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
-                                : (call->cols + local - 1) / local * local;
-      err = clEnqueueNDRangeKernel(queue, reduce_k, 1, NULL, &global,
-                                   local <= ctx->info.max_wg ? &local : NULL, 1, &main_done, event);
-      if (err != CL_SUCCESS)
-        st = launch_failed(ctx, err, "bwd_reduce", prog->options, global, local);
+      const size_t global =
+          ctx->info.fixed_grid
+              ? (size_t)64 * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
+              : (call->cols + local - 1) / local * local;
+      err = launch(ctx, prog, queue, reduce_k, global, local <= ctx->info.max_wg ? &local : NULL, 1,
+                   &main_done, event);
+      if (err != CL_SUCCESS) {
+        st = launch_failed(ctx, a, err, "bwd_reduce", prog, global, local);
+        a->enqueued = main_done;
+        main_done = NULL;
+      }
     }
   }
   if (main_done)
@@ -341,10 +490,10 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
 /* A forward call with each row split over `splits` work-groups (cl/split.cl): split_stats
  * writes 4 floats of partial statistics per chunk into a scratch buffer of the call's own, then
  * split_norm merges them and normalizes. *event completes when both kernels have. */
-static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue,
-                                   const clnorm_call *call, const clnorm_variant *v,
-                                   clnorm_program *prog, unsigned splits, cl_uint num_wait,
-                                   const cl_event *wait_list, cl_event *event) {
+static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                                   const clnorm_variant *v, clnorm_program *prog, unsigned splits,
+                                   cl_uint num_wait, const cl_event *wait_list, cl_event *event,
+                                   attempt *a) {
   const size_t units = call->rows * splits;
   /* chunks start at multiples of 16 elements: aligned for every vector width */
   const size_t chunk = ((call->cols + splits - 1) / splits + 15) / 16 * 16;
@@ -352,15 +501,9 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue,
   const cl_uint cols = (cl_uint)call->cols, chunk32 = (cl_uint)chunk, splits32 = splits;
   const cl_uint flags = call_flags(call);
   cl_int err;
-  cl_mem partial =
-      clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, 4 * sizeof(float) * units, NULL, &err);
+  cl_mem partial = scratch(ctx, prog, 4 * sizeof(float) * units, &err);
   if (err != CL_SUCCESS)
-    return clnorm__fail(ctx,
-                        err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
-                            ? CLNORM_E_NO_MEMORY
-                            : CLNORM_E_OPENCL,
-                        "allocating %zu bytes of split-row scratch failed: %s",
-                        4 * sizeof(float) * units, clnorm__cl_error_name(err));
+    return scratch_failed(ctx, err, "split-row", 4 * sizeof(float) * units);
   cl_kernel stats_k = NULL, norm_k = NULL;
   cl_event stats_done = NULL;
   clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &stats_k);
@@ -397,15 +540,15 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue,
   const size_t local = v->wg;
   const size_t global = (ctx->info.fixed_grid ? device_groups(ctx, v) : units) * v->wg;
   if (st == CLNORM_OK) {
-    err = clEnqueueNDRangeKernel(queue, stats_k, 1, NULL, &global, &local, num_wait, wait_list,
-                                 &stats_done);
+    err = launch(ctx, prog, queue, stats_k, global, &local, num_wait, wait_list, &stats_done);
     if (err != CL_SUCCESS)
-      st = launch_failed(ctx, err, "split_stats", prog->options, global, local);
+      st = launch_failed(ctx, a, err, "split_stats", prog, global, local);
   }
+  /* When split_norm fails, split_stats stays enqueued: it writes the scratch buffer only. */
   if (st == CLNORM_OK) {
-    err = clEnqueueNDRangeKernel(queue, norm_k, 1, NULL, &global, &local, 1, &stats_done, event);
+    err = launch(ctx, prog, queue, norm_k, global, &local, 1, &stats_done, event);
     if (err != CL_SUCCESS)
-      st = launch_failed(ctx, err, "split_norm", prog->options, global, local);
+      st = launch_failed(ctx, a, err, "split_norm", prog, global, local);
   }
   if (stats_done)
     clReleaseEvent(stats_done);
@@ -417,24 +560,34 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue,
   return st;
 }
 
+/* Enqueues the call with the chosen variant. A launch failure is described in *a. */
 static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                              const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
-                             const cl_event *wait_list, cl_event *event) {
+                             const cl_event *wait_list, cl_event *event, attempt *a) {
   if (clnorm__op_backward(call->op))
-    return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event);
+    return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event, a);
   const unsigned splits = clnorm__split_count(&ctx->info, call, v);
   if (splits > 1) {
     clnorm_program *split_prog;
-    const clnorm_status sst =
-        clnorm__program_get(ctx, call->op, call->dtype, v, 1, &split_prog);
-    if (sst == CLNORM_OK)
-      return enqueue_split(ctx, queue, call, v, split_prog, splits, num_wait, wait_list, event);
-    if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD)
+    clnorm_status sst = clnorm__program_get(ctx, call->op, call->dtype, v, 1, &split_prog);
+    cl_int err;
+    if (sst == CLNORM_OK && unusable_find(ctx, call, split_prog->key, &err))
+      sst = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
+                         "they failed at launch earlier with %s (%d) in this row class",
+                         clnorm__cl_error_name(err), (int)err);
+    if (sst == CLNORM_OK) {
+      sst = enqueue_split(ctx, queue, call, v, split_prog, splits, num_wait, wait_list, event, a);
+      /* Out of device memory for the scratch (or at launch): no output was written. */
+      if (sst != CLNORM_E_NO_MEMORY)
+        return sst;
+      a->err = CL_SUCCESS;
+    } else if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD) {
       return sst;
-    /* The whole-row kernel computes the same result, one group per row. */
+    }
+    /* The whole-row kernel computes the same result, one group per row, with no scratch. */
     if (ctx->log_info)
       fprintf(stderr, "clnorm: split-row kernels unavailable, rows run whole: %s\n",
-                      clnorm_ctx_errmsg(ctx));
+              clnorm_ctx_errmsg(ctx));
     clnorm__clear_error(ctx);
   }
   cl_kernel kernel;
@@ -444,10 +597,9 @@ static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clno
   st = set_args(ctx, kernel, call, NULL, 0);
   if (st == CLNORM_OK) {
     const size_t local = v->wg, global = launch_groups(ctx, call, v) * v->wg;
-    const cl_int err = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, &local, num_wait,
-                                              wait_list, event);
+    const cl_int err = launch(ctx, prog, queue, kernel, global, &local, num_wait, wait_list, event);
     if (err != CL_SUCCESS)
-      st = launch_failed(ctx, err, clnorm_op_name(call->op), prog->options, global, local);
+      st = launch_failed(ctx, a, err, clnorm_op_name(call->op), prog, global, local);
   }
   clnorm__kernel_give(ctx, prog, 0, kernel);
   return st;
@@ -480,6 +632,8 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
   return CLNORM_OK;
 }
 
+#define MAX_ATTEMPTS 24 /* launch failures one call falls back from */
+
 clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                          const clnorm_variant *force, cl_uint num_wait, const cl_event *wait_list,
                          cl_event *event) {
@@ -492,15 +646,72 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
             "cols %zu exceeds 2^32 - 1 elements per row", call->cols);
   if (call->rows == 0)
     return enqueue_no_rows(ctx, queue, call, num_wait, wait_list, event);
-  clnorm_variant v;
-  clnorm_choice why;
-  clnorm_program *prog;
-  st = choose(ctx, call, force, &v, &why, &prog);
-  if (st != CLNORM_OK)
+  /* A variant whose kernel the driver refuses at launch for lack of resources (registers, local
+   * or private memory) or for its work-group size gives way to the next one choose() finds,
+   * which no longer offers it for this op, dtype and row class. A forced variant and any other
+   * error are returned as they are. */
+  uint64_t added[MAX_ATTEMPTS]; /* the failures this call remembered */
+  size_t n_added = 0;
+  cl_event pending = NULL; /* work of a failed attempt that a retry must wait for */
+  char launch_msg[512] = "";
+  for (int again = 0;; again = 1) {
+    clnorm_variant v;
+    clnorm_choice why;
+    clnorm_program *prog;
+    st = choose(ctx, call, force, &v, &why, &prog);
+    if (st != CLNORM_OK) {
+      if (again) /* every variant left failed at launch: that is the call's failure */
+        st = clnorm__fail(ctx, CLNORM_E_OPENCL, "%s; no other variant is left to try", launch_msg);
+      break;
+    }
+    if (ctx->log_info)
+      log_choice(ctx, call, &v, why, again);
+    attempt a = {CL_SUCCESS, 0, NULL};
+    st = enqueue(ctx, queue, call, &v, prog, pending ? 1 : num_wait, pending ? &pending : wait_list,
+                 event, &a);
+    if (a.enqueued) {
+      /* The failed attempt's first kernel ran after the wait list: waiting for it suffices. */
+      if (pending)
+        clReleaseEvent(pending);
+      pending = a.enqueued;
+    }
+    if (st == CLNORM_OK || force ||
+        (a.err != CL_OUT_OF_RESOURCES && a.err != CL_INVALID_WORK_GROUP_SIZE) ||
+        n_added == MAX_ATTEMPTS)
+      break;
+    const int added_now = unusable_add(ctx, call, a.key, a.err);
+    if (!added_now)
+      break;
+    snprintf(launch_msg, sizeof launch_msg, "%s", clnorm_ctx_errmsg(ctx));
+    if (added_now == 1)
+      added[n_added++] = a.key;
+    if (ctx->log_info) {
+      char text[128];
+      clnorm_variant_format(&v, text, sizeof text);
+      fprintf(stderr,
+              "clnorm: %s %s rows=%zu cols=%zu: the %s variant %s failed at launch, falling back "
+              "(not chosen again for %s %s in this row class): %s\n",
+              clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols,
+              clnorm_choice_string(why), text, clnorm_op_name(call->op),
+              clnorm_dtype_name(call->dtype), clnorm_ctx_errmsg(ctx));
+    }
+  }
+  if (pending)
+    clReleaseEvent(pending);
+  if (st == CLNORM_OK) {
+    clnorm__clear_error(ctx); /* the failures fallen back from are no failure of the call */
     return st;
-  if (ctx->log_info)
-    log_choice(ctx, call, &v, why);
-  return enqueue(ctx, queue, call, &v, prog, num_wait, wait_list, event);
+  }
+  /* When no variant launches, the device rather than the variants is short of resources: the
+   * failures are forgotten, so that later calls try the better variants again. */
+  for (size_t i = 0; i < n_added; i++)
+    unusable_remove(ctx, call, added[i]);
+  if (n_added && ctx->log_info)
+    fprintf(stderr,
+            "clnorm: no variant of %s %s rows=%zu cols=%zu launched; the launch failures "
+            "are not remembered\n",
+            clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols);
+  return st;
 }
 
 clnorm_status clnorm_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t rows, size_t cols,

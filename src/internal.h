@@ -6,6 +6,7 @@
 #include "clnorm_variant.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* What the library knows of its device, read once at context creation. */
@@ -59,8 +60,41 @@ typedef struct clnorm_builtin {
   clnorm_tuned entry;
 } clnorm_builtin;
 
+/* What the on-disk program cache (bincache.c) did for one context; read by the tests. */
+typedef struct clnorm_bincache_stats {
+  atomic_ulong hits;         /* programs loaded from a cached binary */
+  atomic_ulong misses;       /* no entry for the program */
+  atomic_ulong rejected;     /* an entry damaged, foreign or refused by the driver */
+  atomic_ulong written;      /* entries written after a build from source */
+  atomic_ulong write_failed; /* entries that could not be written */
+} clnorm_bincache_stats;
+
 #define CLNORM_PROGRAM_BUCKETS 256
 #define CLNORM_LOGGED 512
+#define CLNORM_UNUSABLE 128
+
+/* Test-only failure injection (clnorm__fault_inject): what a test makes fail. */
+typedef enum clnorm_fault_kind {
+  CLNORM_FAULT_BUILD,   /* a program build (program.c) fails as clBuildProgram would */
+  CLNORM_FAULT_ENQUEUE, /* clEnqueueNDRangeKernel returns the error without being called */
+  CLNORM_FAULT_ALLOC,   /* clCreateBuffer of a call's scratch returns the error, not called */
+  CLNORM_FAULT_KINDS
+} clnorm_fault_kind;
+#define CLNORM_FAULT_ANY UINT64_MAX /* program key that matches every program */
+
+typedef struct clnorm_fault {
+  unsigned skip, count; /* pass `skip` matching operations, then fail `count` */
+  cl_int err;
+  uint64_t key;   /* the program (clnorm_program.key) whose operations fail, or CLNORM_FAULT_ANY */
+  unsigned fired; /* failures injected so far */
+} clnorm_fault;
+
+/* A variant that failed at launch with CL_OUT_OF_RESOURCES or CL_INVALID_WORK_GROUP_SIZE: not
+ * chosen again by the dispatcher for that program (op, dtype, variant, split) and row class. */
+typedef struct clnorm_unusable {
+  uint64_t key; /* the program's key and the row class (dispatch.c: unusable_key) */
+  cl_int err;   /* the launch's error, for the log */
+} clnorm_unusable;
 
 struct clnorm_ctx {
   cl_context context;
@@ -76,6 +110,13 @@ struct clnorm_ctx {
   clnorm_tuned *builtin_own;
   int log_info;                  /* CLNORM_LOG=info */
   uint64_t logged[CLNORM_LOGGED]; /* shape classes whose choice was logged (0: empty slot) */
+  char *bincache_dir;             /* the program binary cache's directory; NULL: off */
+  char *bincache_device;          /* the device and driver part of its keys */
+  clnorm_bincache_stats bincache;
+  clnorm_unusable unusable[CLNORM_UNUSABLE]; /* written under lock */
+  _Atomic size_t unusable_count;             /* read without the lock while it is 0 */
+  int faults_armed;                          /* any fault pending: read without the lock */
+  clnorm_fault faults[CLNORM_FAULT_KINDS];   /* under lock */
 };
 
 /* status.c: the thread's error message for a context. */
@@ -100,6 +141,19 @@ const char *clnorm__cl_error_name(cl_int err);
       return clnorm__fail((ctx), CLNORM_E_OPENCL, "%s failed: %s (%d)", #call,                     \
                           clnorm__cl_error_name(check_cl_err_), (int)check_cl_err_);               \
   } while (0)
+
+/* dispatch.c: test-only failure injection. The next `count` operations of `kind` on programs
+ * matching `key` (CLNORM_FAULT_ANY: all), after `skip` of them, fail with `err`; count 0 disarms
+ * the kind. Not thread-safe against calls in flight on ctx: tests arm it between calls.
+ * clnorm__fault_fired: the failures of `kind` injected so far (arming resets it). */
+void clnorm__fault_inject(clnorm_ctx *ctx, clnorm_fault_kind kind, cl_int err, unsigned skip,
+                          unsigned count, uint64_t key);
+unsigned clnorm__fault_fired(clnorm_ctx *ctx, clnorm_fault_kind kind);
+/* The injected error for the next operation of `kind` on the program `key`, or CL_SUCCESS.
+ * CLNORM_FAULT() costs one integer test when nothing is armed. */
+cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key);
+#define CLNORM_FAULT(ctx, kind, key)                                                               \
+  ((ctx)->faults_armed ? clnorm__fault_take((ctx), (kind), (key)) : CL_SUCCESS)
 
 /* variants.c: the variant space, shared by the dispatcher and the tuner. */
 #define CLNORM_HOLD_MAX_FLOATS 64 /* private floats per work-item for a held row */
@@ -141,6 +195,22 @@ clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_
 void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel);
 void clnorm__programs_free(clnorm_ctx *ctx);
 uint64_t clnorm__kernel_hash(void);
+
+/* bincache.c: built programs kept on disk between processes (docs/API.md, "Files"). None of
+ * these fails or prints, except the CLNORM_LOG=info log.
+ * _init reads CLNORM_NO_BINARY_CACHE, CLNORM_BINARY_CACHE_DIR and the tuning database's path and
+ * the device's identity into ctx (the cache is off when any is missing); _free releases them.
+ * _load returns the program of (sources, options) built from its cached binary, or NULL (no
+ * entry, a damaged or foreign one, a binary the driver refuses): then build from source and
+ * _store the result, which (over)writes the entry atomically. */
+void clnorm__bincache_init(clnorm_ctx *ctx);
+void clnorm__bincache_free(clnorm_ctx *ctx);
+cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,
+                                 size_t count, const char *options);
+void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,
+                            size_t count, const char *options, cl_program program);
+/* The checksum an entry's header holds of its payload (exposed for the tests). */
+uint64_t clnorm__bincache_checksum(const unsigned char *data, size_t n);
 
 /* kernels embedded by cmake/embed.cmake */
 extern const char clnorm__src_common[];

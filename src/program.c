@@ -96,6 +96,11 @@ static int second_kernel_ok(clnorm_ctx *ctx, clnorm_program *p, clnorm_op op,
 
 /* Builds the program of one entry; fills status, log and kernel_wg. */
 static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm_variant *v) {
+  if (CLNORM_FAULT(ctx, CLNORM_FAULT_BUILD, p->key) != CL_SUCCESS) { /* tests: a failed build */
+    p->status = CLNORM_E_BUILD;
+    p->log = dup_string("clBuildProgram failed: injected by clnorm__fault_inject");
+    return;
+  }
   const char *op_src = p->split                 ? clnorm__src_split
                        : clnorm__op_backward(op) ? clnorm__src_backward
                        : clnorm__op_rms(op)      ? clnorm__src_rmsnorm
@@ -107,8 +112,12 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
   const char *sources[] = {clnorm__src_common, "\n", op_src};
   const size_t lengths[] = {clnorm__src_common_len, 1, op_len};
   char text[512];
-  cl_int err;
-  p->program = clCreateProgramWithSource(ctx->context, 3, sources, lengths, &err);
+  cl_int err = CL_SUCCESS;
+  /* A binary built by an earlier context or process skips the compiler (src/bincache.c). */
+  p->program = clnorm__bincache_load(ctx, sources, lengths, 3, p->options);
+  const int cached = p->program != NULL;
+  if (!cached)
+    p->program = clCreateProgramWithSource(ctx->context, 3, sources, lengths, &err);
   if (err != CL_SUCCESS) {
     snprintf(text, sizeof text, "clCreateProgramWithSource failed: %s",
              clnorm__cl_error_name(err));
@@ -117,7 +126,8 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     p->program = NULL;
     return;
   }
-  err = clBuildProgram(p->program, 1, &ctx->device, p->options, NULL, NULL);
+  if (!cached)
+    err = clBuildProgram(p->program, 1, &ctx->device, p->options, NULL, NULL);
   if (err != CL_SUCCESS) {
     char *log = build_log(p->program, ctx->device);
     const size_t n = (log ? strlen(log) : 0) + 256;
@@ -133,6 +143,8 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     p->program = NULL;
     return;
   }
+  if (!cached)
+    clnorm__bincache_store(ctx, sources, lengths, 3, p->options, p->program);
   cl_kernel kernel = clCreateKernel(p->program, kernel_name(op, p->split, 0), &err);
   if (err == CL_SUCCESS)
     err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,

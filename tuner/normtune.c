@@ -2,8 +2,10 @@
  * the float64 reference, times it, and stores each result in the tuning database. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "doctor.h"
 #include "internal.h"
 #include "ref.h"
+#include "report.h"
 #include "tool.h"
 
 #include <errno.h>
@@ -19,6 +21,7 @@
 
 #define EXIT_USAGE 2
 #define EXIT_INTERRUPTED 130
+#define EXIT_DB 6 /* tune: storing failed (disk full, I/O error, the file replaced) */
 
 static volatile sig_atomic_t interrupted;
 
@@ -29,7 +32,16 @@ static void on_sigint(int sig) {
 }
 
 
+/* The database tune writes, closed by die(): closing checkpoints into the file SQLite has open
+ * and removes its -wal and -shm files, where exit() would leave them behind, and the WAL of a
+ * database replaced under tune would then be replayed into the file now at the path. */
+static clnorm_db *writing_db;
+
 static void die(int code, const char *fmt, ...) {
+  if (writing_db) {
+    clnorm__db_close(writing_db);
+    writing_db = NULL;
+  }
   va_list args;
   va_start(args, fmt);
   fputs("normtune: ", stderr);
@@ -48,7 +60,7 @@ static void die(int code, const char *fmt, ...) {
 #define MAX_GRID 64
 
 typedef struct options {
-  const char *device, *db, *strategy, *file;
+  const char *device, *db, *strategy, *file, *out;
   unsigned ops, dtypes; /* bit 1 << op, 1 << dtype; 0: not given (each command has a default) */
   size_t cols[64], ncols, rows[64], nrows;
   size_t grid_rows[MAX_GRID], grid_cols[MAX_GRID], ngrid; /* bench --grid */
@@ -170,6 +182,8 @@ static void parse_options(int argc, char **argv, int first, options *o) {
       o->device = v;
     else if (TAKE("--db"))
       o->db = v;
+    else if (TAKE("--out"))
+      o->out = v;
     else if (TAKE("--strategy"))
       o->strategy = v;
     else if (TAKE("--ops"))
@@ -813,6 +827,8 @@ static void packed_free(const shape *sh, const void *packed[MATS]) {
       free((void *)packed[m]);
 }
 
+static cl_int poison(session *s, cl_mem buf, clnorm_dtype dtype, size_t n);
+
 /* Sets up a shape: timing sets from `data` (rows x cols inputs of op and dtype; NULL: made
  * here), and with `with_vset` the verification set. 0 with a message in why when it does not
  * fit the device (never silently) or memory runs out. */
@@ -857,6 +873,13 @@ static int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, s
     sh->tset[i].dbeta = sh->tset[0].dbeta;
   }
   packed_free(sh, packed);
+  /* Write every output matrix once now: the first write to a fresh buffer pays its page faults
+   * (CPU devices) or lazy allocation, which would otherwise land in the timed runs of whichever
+   * variant is measured first (tune: the heuristic's) as it reaches each timing set. */
+  for (size_t i = 0; ok && i < sets; i++)
+    ok = poison(s, sh->tset[i].mat[MAT_Y], dtype, rows * cols) == CL_SUCCESS &&
+         poison(s, sh->tset[i].mat[MAT_SUM], dtype, rows * cols) == CL_SUCCESS;
+  ok = ok && clFinish(s->queue) == CL_SUCCESS;
   if (ok && with_vset) {
     /* the same gamma and beta as the timing sets */
     const size_t vrows = rows < VERIFY_ROWS ? (rows < 3 ? 3 : rows) : VERIFY_ROWS;
@@ -1231,6 +1254,41 @@ static void progress(search *se, const char *last) {
   }
 }
 
+/* The key of variant v on the search's shape in r, every measure NaN. */
+static void result_key(const search *se, const clnorm_variant *v, clnorm_result *r) {
+  memset(r, 0, sizeof *r);
+  r->kernel_hash = se->s->hash;
+  r->op = se->sh->op;
+  r->dtype = se->sh->dtype;
+  r->cols = se->sh->cols;
+  r->rows = se->sh->rows;
+  r->row_class = clnorm__row_class(se->sh->rows);
+  r->variant = *v;
+  r->median_s = r->min_s = r->gbps = r->max_err = NAN;
+}
+
+/* Verifies and times r->variant on the search's shape (cut short at 3x best when best > 0):
+ * fills r's outcome and measures; e receives the errors of the check. */
+static void measure(search *se, clnorm_result *r, double best, errors *e) {
+  const clnorm_status st = verify(se->s, se->sh, &r->variant, e);
+  timing t = {NAN, NAN, NAN, 0};
+  if (st == CLNORM_E_BUILD)
+    r->outcome = CLNORM_OUTCOME_BUILD_FAILED;
+  else if (st != CLNORM_OK)
+    r->outcome = CLNORM_OUTCOME_UNSUPPORTED;
+  else if (!(e->scaled <= 1.0))
+    r->outcome = CLNORM_OUTCOME_WRONG;
+  else if (time_variant(se->s, se->sh, &r->variant, best, &t) != CLNORM_OK)
+    r->outcome = CLNORM_OUTCOME_UNSUPPORTED;
+  else
+    r->outcome = t.slow ? CLNORM_OUTCOME_SLOW : CLNORM_OUTCOME_OK;
+  r->max_err = st == CLNORM_OK && isfinite(e->rel) ? e->rel : NAN;
+  r->median_s = t.median;
+  r->min_s = t.min;
+  const clnorm_call call = shape_call(se->sh, 0);
+  r->gbps = r->outcome == CLNORM_OUTCOME_OK ? tool_op_bytes(&call) / t.median / 1e9 : NAN;
+}
+
 /* Evaluates candidate i (once): from the database when already measured, else verified,
  * timed and stored. Returns its median (INFINITY when it failed). */
 static double evaluate(search *se, size_t i) {
@@ -1249,14 +1307,7 @@ static double evaluate(search *se, size_t i) {
     return c->median;
   }
   clnorm_result r;
-  memset(&r, 0, sizeof r);
-  r.kernel_hash = se->s->hash;
-  r.op = se->sh->op;
-  r.dtype = se->sh->dtype;
-  r.cols = se->sh->cols;
-  r.rows = se->sh->rows;
-  r.row_class = clnorm__row_class(se->sh->rows);
-  r.variant = c->v;
+  result_key(se, &c->v, &r);
   char err[1024];
   int found = 0;
   clnorm_result stored;
@@ -1266,24 +1317,8 @@ static double evaluate(search *se, size_t i) {
     c->median = stored.outcome == CLNORM_OUTCOME_OK ? stored.median_s : INFINITY;
   } else {
     errors e;
-    const clnorm_status st = verify(se->s, se->sh, &c->v, &e);
-    timing t = {NAN, NAN, NAN, 0};
-    if (st == CLNORM_E_BUILD)
-      r.outcome = CLNORM_OUTCOME_BUILD_FAILED;
-    else if (st != CLNORM_OK)
-      r.outcome = CLNORM_OUTCOME_UNSUPPORTED;
-    else if (!(e.scaled <= 1.0))
-      r.outcome = CLNORM_OUTCOME_WRONG;
-    else if (time_variant(se->s, se->sh, &c->v, se->best_time < INFINITY ? se->best_time : 0,
-                          &t) != CLNORM_OK)
-      r.outcome = CLNORM_OUTCOME_UNSUPPORTED;
-    else
-      r.outcome = t.slow ? CLNORM_OUTCOME_SLOW : CLNORM_OUTCOME_OK;
-    r.max_err = st == CLNORM_OK && isfinite(e.rel) ? e.rel : NAN;
-    r.median_s = t.median;
-    r.min_s = t.min;
-    const clnorm_call call = shape_call(se->sh, 0);
-    r.gbps = r.outcome == CLNORM_OUTCOME_OK ? tool_op_bytes(&call) / t.median / 1e9 : NAN;
+    measure(se, &r, se->best_time < INFINITY ? se->best_time : 0, &e);
+    const timing t = {r.median_s, r.min_s, NAN, 0};
     if (r.outcome == CLNORM_OUTCOME_WRONG) {
       char text[128];
       clnorm_variant_format(&c->v, text, sizeof text);
@@ -1293,7 +1328,8 @@ static double evaluate(search *se, size_t i) {
               dtype_name(se->sh->dtype), se->sh->vset.rows, se->sh->cols);
     }
     if (clnorm__db_put(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)
-      die(1, "storing a result: %s", err);
+      die(EXIT_DB, "storing a result: %s; the same command resumes from what the database holds",
+          err);
     c->median = r.outcome == CLNORM_OUTCOME_OK ? t.median : INFINITY;
     if (!se->tty) {
       char text[128], line[400];
@@ -1424,6 +1460,57 @@ static void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) 
   free(nb);
 }
 
+/* Stores what the heuristic's variant h (candidate `start`, or none when start is se->n)
+ * gives on the shape, for `normtune report`: the candidate's stored result when the search
+ * evaluated it, else a measurement made here. Nothing when the run was interrupted first. */
+static void record_heuristic(search *se, const clnorm_variant *h, size_t start) {
+  clnorm_result r;
+  char err[1024];
+  int found = 0;
+  result_key(se, h, &r);
+  if (start < se->n && !se->c[start].evaluated)
+    return;
+  if (start < se->n) {
+    if (clnorm__db_get(se->db, &se->s->identity, &r, &r, &found, err, sizeof err) != CLNORM_OK ||
+        !found)
+      return;
+  } else {
+    if (interrupted)
+      return;
+    errors e;
+    measure(se, &r, 0, &e);
+  }
+  if (clnorm__db_put_heuristic(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB, "storing the heuristic's result: %s", err);
+}
+
+/* Measures the device's copy bandwidth and stores it when it beats `before` (GB/s; 0: none yet),
+ * for `normtune report`: over four times the device's cache, kept within 64 to 256 MiB and what
+ * one buffer may hold. tune measures it at the start and again at the end, keeping the higher:
+ * on a shared machine one measurement can fall in a burst of other work. Returns the GB/s
+ * stored (before when the new figure is lower or not measured). */
+static double record_copy(session *s, clnorm_db *db, double before) {
+  char err[1024];
+  double bytes = fmax(64.0 * 1048576.0, 4.0 * (double)s->cache);
+  bytes = fmin(bytes, 256.0 * 1048576.0);
+  bytes = fmin(bytes, (double)s->max_alloc / 2.0);
+  const size_t size = (size_t)bytes & ~(size_t)15;
+  const double gbps = tool_copy_gbps(s->context, s->queue, s->dev.device, size, err, sizeof err);
+  if (!(gbps > 0)) {
+    if (before == 0)
+      fprintf(stderr,
+              "normtune: the copy bandwidth was not measured (%s): `normtune report` will "
+              "draw no copy line for this device\n",
+              err);
+    return before;
+  }
+  if (gbps <= before)
+    return before;
+  if (clnorm__db_put_copy(db, &s->identity, gbps, size, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB, "storing the copy bandwidth: %s", err);
+  return gbps;
+}
+
 /* ---- commands --------------------------------------------------------------------------- */
 
 static const size_t default_cols[] = {64,   128,  256,  512,  768,   1024,  1536,  2048,
@@ -1455,6 +1542,7 @@ static int cmd_tune(const options *o) {
   char path[4096], err[1024];
   db_path(o, path, sizeof path);
   clnorm_db *db = open_db_write(path);
+  writing_db = db;
   clnorm_db_stale stale;
   if (clnorm__db_stale(db, &s.identity, s.hash, &stale, err, sizeof err) == CLNORM_OK &&
       (stale.driver_changed || stale.kernels_changed))
@@ -1495,6 +1583,7 @@ static int cmd_tune(const options *o) {
   printf("normtune: tuning %s (%s) into %s: %zu shapes, strategy %s%s\n", s.dev.name,
          s.dev.platform_name, path, se.shape_count, o->strategy,
          o->budget > 0 ? ", with a time budget" : "");
+  const double copy_gbps = record_copy(&s, db, 0.0);
   size_t tuned = 0, skipped = 0;
   for (size_t a = 0; a < nops; a++)
     for (size_t d = 0; d < ndtypes; d++)
@@ -1554,6 +1643,7 @@ static int cmd_tune(const options *o) {
           else
             run_anneal(&se, start, limit, &rng);
           se.deadline = shape_deadline_save;
+          record_heuristic(&se, &h, start);
           if (se.best_time < INFINITY) {
             char text[128], line[400];
             clnorm_variant_format(&se.c[se.best].v, text, sizeof text);
@@ -1569,12 +1659,15 @@ static int cmd_tune(const options *o) {
           shape_free(&sh);
         }
 done:
+  if (!interrupted)
+    record_copy(&s, db, copy_gbps);
   if (se.tty)
     fprintf(stderr, "\n");
   printf("normtune: %zu shapes tuned, %zu skipped, %zu evaluations in %.1f s; results in %s\n",
          tuned, skipped, se.total_evals, tool_now() - se.run_start, path);
   free(all);
   free(cand);
+  writing_db = NULL;
   clnorm__db_close(db);
   session_close(&s);
   if (interrupted) {
@@ -2321,8 +2414,11 @@ static int cmd_strategies(const options *o) {
   return 0;
 }
 
+/* ---- help --------------------------------------------------------------------------------- */
+
 static const char usage[] =
     "usage: normtune COMMAND [OPTIONS]\n"
+    "       normtune help COMMAND   (or normtune COMMAND --help): one command, with examples\n"
     "\n"
     "commands:\n"
     "  devices                 list OpenCL platforms and devices with their index\n"
@@ -2337,6 +2433,11 @@ static const char usage[] =
     "  bench --grid gpu|ROWSxCOLS,... [--device ...] [--db PATH] [--ops ...] [--dtypes ...]\n"
     "      [--json] [--quiet]  every op x dtype x shape of the grid through the dispatcher:\n"
     "                          kernel time, GB/s, ratio to copy, wall time per call, checked\n"
+    "  report --out FILE.svg|FILE.html [--db PATH] [--quiet]\n"
+    "                          charts of the database: GB/s against cols per device and op,\n"
+    "                          tuned vs heuristic per dtype, with the copy bandwidth\n"
+    "  doctor [--db PATH]      OpenCL platforms, ICD files, database and binary cache: what\n"
+    "                          to check when clnorm is slow or fails\n"
     "  export FILE [--db PATH] all results as JSON (FILE - : standard output)\n"
     "  import FILE [--db PATH] results exported on another machine\n"
     "  strategies [--device ...] [--db PATH] [--ops ...] [--dtypes ...]  replay random and\n"
@@ -2363,25 +2464,263 @@ static const char usage[] =
     "  normtune show --device gpu\n"
     "  normtune bench --cols 4096,65536 --rows 4096,256\n"
     "  normtune bench --grid gpu --device NVIDIA --json > clnorm.json\n"
+    "  normtune report --out report.svg\n"
+    "  normtune doctor\n"
     "\n"
-    "exit status: 0 success, 1 failure (message on stderr), 2 bad usage, 130 interrupted\n";
+    "exit status: 0 success, 1 failure (message on stderr), 2 bad usage, 3 nothing to report\n"
+    "(report) or a warning (doctor), 4 no OpenCL platform or device (doctor), 5 the database\n"
+    "cannot be read (doctor), 6 the database cannot be written (tune: disk full, I/O error,\n"
+    "the file replaced or overwritten), 130 interrupted (tune)\n";
+
+#define HELP_DB                                                                                    \
+  "  --db PATH             the tuning database (default: $CLNORM_DB, else\n"                       \
+  "                        $XDG_CACHE_HOME/clnorm/tuning.db, else ~/.cache/clnorm/tuning.db)\n"
+#define HELP_DEVICE                                                                                \
+  "  --device NAME|INDEX   an index of `normtune devices`, or a case-insensitive part of the\n"    \
+  "                        device or platform name (default: the first GPU, else device 0)\n"
+#define HELP_OPS_DTYPES                                                                            \
+  "  --ops OP,...          layernorm, rmsnorm, add_layernorm, add_rmsnorm, layernorm_bwd,\n"       \
+  "                        rmsnorm_bwd, or all\n"                                                  \
+  "  --dtypes D,...        f32, f16, bf16, or all\n"
+#define HELP_EXIT_COMMON                                                                           \
+  "exit status: 0 success, 1 failure (the message says what to do), 2 bad usage\n"
+
+typedef struct command_help {
+  const char *name, *text;
+} command_help;
+
+static const command_help helps[] = {
+    {"devices",
+     "usage: normtune devices\n"
+     "\n"
+     "Lists every OpenCL device of every platform with the index --device takes, its type,\n"
+     "compute units and OpenCL version.\n"
+     "\n"
+     "examples:\n"
+     "  normtune devices\n"
+     "  normtune tune --device 1        # then tune the second device listed\n"
+     "\n"
+     "exit status: 0 success, 1 no OpenCL platform or device (see normtune doctor)\n"},
+    {"tune",
+     "usage: normtune tune [--device NAME|INDEX] [--db PATH] [--ops OP,...] [--dtypes D,...]\n"
+     "                     [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
+     "                     [--strategy exhaustive|random|anneal] [--fraction F] [--seed N]\n"
+     "                     [--quiet]\n"
+     "\n"
+     "Searches the kernel variants of each shape (op x dtype x cols x rows), verifies each\n"
+     "candidate against a float64 reference, times it, and stores every result in the\n"
+     "database, one transaction each. Also stores the device's copy bandwidth and what the\n"
+     "heuristic (the untuned choice) gives on each shape, for `normtune report`.\n"
+     "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES
+     "                        (default: --ops layernorm,rmsnorm --dtypes f32)\n"
+     "  --cols N,...          row lengths (default: 64..65536, powers of two and common sizes)\n"
+     "  --rows N,...          row counts (default: 8, 128, 2048, 16384: one per row class)\n"
+     "  --budget SECONDS      stop after this long; the time is shared by the shapes left\n"
+     "  --strategy S          exhaustive (every candidate), random, or anneal (default)\n"
+     "  --fraction F          random and anneal: share of the candidates (default 0.3)\n"
+     "  --seed N              random and anneal: the seed (default 1)\n"
+     "  --quiet               no progress lines\n"
+     "\n"
+     "Ctrl-C keeps every result measured so far; the same command resumes.\n"
+     "\n"
+     "examples:\n"
+     "  normtune tune --budget 600\n"
+     "  normtune tune --device H100 --cols 4096,8192 --rows 16384\n"
+     "  normtune tune --ops all --dtypes all --cols 4096 --budget 1800\n"
+     "  normtune tune --ops layernorm --cols 4096 --rows 4096 --strategy exhaustive\n"
+     "\n"
+     "exit status: 0 success, 1 failure (the message says what to do), 2 bad usage,\n"
+     "6 the database cannot be written (disk full, I/O error, the file replaced or\n"
+     "overwritten; the same command resumes from what it holds), 130 interrupted (results\n"
+     "kept; run the same command to resume)\n"},
+    {"show",
+     "usage: normtune show [--db PATH] [--device NAME|INDEX] [--json]\n"
+     "\n"
+     "Prints the tuned winner of each shape (current kernels only): op, dtype, cols, row class,\n"
+     "median time, GB/s and variant. With --device, only that device, and how many of its\n"
+     "results are stale.\n"
+     "\n" HELP_DB HELP_DEVICE "  --json                one JSON array\n"
+     "\n"
+     "examples:\n"
+     "  normtune show\n"
+     "  normtune show --device gpu --json > winners.json\n"
+     "\n" HELP_EXIT_COMMON},
+    {"bench",
+     "usage: normtune bench [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...]\n"
+     "                      [--cols N,...] [--rows N,...] [--json]\n"
+     "       normtune bench --grid gpu|ROWSxCOLS,... [--device ...] [--db PATH] [--ops ...]\n"
+     "                      [--dtypes ...] [--json] [--quiet]\n"
+     "\n"
+     "Without --grid: per shape, the GB/s of the dispatcher's choice (tuned when the database\n"
+     "has it) and of the heuristic, each as a share of the copy bandwidth, both checked against\n"
+     "the reference. With --grid: every op x dtype x shape through the dispatcher: kernel time,\n"
+     "GB/s, ratio to copy, wall time per call, checked.\n"
+     "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES
+     "  --cols, --rows        shapes (default: 4096 x 4096 and 256 x 65536)\n"
+     "  --grid gpu|RxC,...    17 transformer shapes (gpu), or a list such as 64x1024,8x4096\n"
+     "  --json                one JSON object per line\n"
+     "\n"
+     "examples:\n"
+     "  normtune bench --cols 4096,65536 --rows 4096,256\n"
+     "  normtune bench --grid gpu --device NVIDIA --json > clnorm.json\n"
+     "  normtune bench --grid 64x1024,8x4096 --ops rmsnorm --dtypes bf16\n"
+     "\n"
+     "exit status: 0 every check passed, 1 a check failed or a failure, 2 bad usage\n"},
+    {"report",
+     "usage: normtune report --out FILE.svg|FILE.html|- [--db PATH] [--quiet]\n"
+     "\n"
+     "Draws the database as charts: one panel per device and op (and row class, when several\n"
+     "were tuned), GB/s against cols on a log scale, one line per dtype for the tuned winner\n"
+     "(solid, dots) and the heuristic's variant (dashed, squares), and the device's copy\n"
+     "bandwidth (dotted). Only measured figures are drawn: a database tuned before clnorm\n"
+     "stored the heuristic and the copy bandwidth shows the winners alone (tune again to\n"
+     "add them). FILE.html holds the SVG in a minimal page; - writes the SVG to standard\n"
+     "output. Hovering a point shows its variant and time. The database is not changed.\n"
+     "\n" HELP_DB "  --out FILE            the file to write (.svg, .html or .htm, or -)\n"
+     "  --quiet               no summary line on stderr\n"
+     "\n"
+     "examples:\n"
+     "  normtune report --out report.svg\n"
+     "  normtune tune --dtypes all --cols 64,256,1024,4096,16384 --rows 1024 --budget 600 &&\n"
+     "    normtune report --out report.html\n"
+     "  normtune report --db results/h100.db --out h100.svg\n"
+     "\n"
+     "exit status: 0 written, 1 failure (database missing or unreadable, file not writable),\n"
+     "2 bad usage, 3 the database holds no tuned result of this clnorm's kernels\n"},
+    {"doctor",
+     "usage: normtune doctor [--db PATH]\n"
+     "\n"
+     "Prints what to check when clnorm is slow or fails: the ICD files the OpenCL loader reads\n"
+     "(OCL_ICD_VENDORS, else /etc/OpenCL/vendors/*.icd) and the libraries they name; every\n"
+     "platform and device with its versions; the tuning database (path, whether it exists and\n"
+     "can be read and written, results per device, stale results: driver or kernels changed);\n"
+     "the program-binary cache's directory and size. Each warning and problem has a line\n"
+     "saying what to do.\n"
+     "\n" HELP_DB "\n"
+     "examples:\n"
+     "  normtune doctor\n"
+     "  CLNORM_DB=/srv/clnorm/tuning.db normtune doctor\n"
+     "\n"
+     "exit status (the most serious finding):\n"
+     "  0  all fine\n"
+     "  3  a warning: clnorm runs untuned or partly (no database, no results for a device\n"
+     "     here, stale results, a database normtune tune cannot write)\n"
+     "  4  no OpenCL platform or device: clnorm cannot run\n"
+     "  5  the database cannot be read (permissions, corrupt, not a clnorm database, newer\n"
+     "     schema): the library ignores it and runs untuned\n"
+     "  2  bad usage\n"},
+    {"export",
+     "usage: normtune export FILE|- [--db PATH]\n"
+     "\n"
+     "Writes every device's results as JSON (format clnorm-tuning, see docs/TUNING.md) to FILE,\n"
+     "or to standard output with -.\n"
+     "\n" HELP_DB "\n"
+     "examples:\n"
+     "  normtune export results.json\n"
+     "  normtune export - | gzip > results.json.gz\n"
+     "\n" HELP_EXIT_COMMON},
+    {"import",
+     "usage: normtune import FILE|- [--db PATH]\n"
+     "\n"
+     "Merges results exported on another machine: each field is checked and any error rejects\n"
+     "the whole file; a result replaces a stored one only when it was measured later.\n"
+     "\n" HELP_DB "\n"
+     "examples:\n"
+     "  normtune import results.json\n"
+     "  gunzip -c results.json.gz | normtune import - --db /srv/clnorm/tuning.db\n"
+     "\n" HELP_EXIT_COMMON},
+    {"strategies",
+     "usage: normtune strategies [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...]\n"
+     "\n"
+     "Replays random and anneal search, 100 seeds each, over the shapes of this device tuned\n"
+     "with --strategy exhaustive, using the stored times: how close each gets to the optimum\n"
+     "for how many evaluations. Runs no kernel.\n"
+     "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES "\n"
+     "examples:\n"
+     "  normtune tune --ops layernorm --cols 4096 --rows 4096 --strategy exhaustive\n"
+     "  normtune strategies --ops layernorm\n"
+     "\n" HELP_EXIT_COMMON},
+    {"help", "usage: normtune help [COMMAND]\n"
+             "\n"
+             "Without COMMAND, the list of commands; with one, its options and examples.\n"
+             "\n"
+             "examples:\n"
+             "  normtune help tune\n"
+             "  normtune report --help\n"
+             "\n"
+             "exit status: 0, or 2 for an unknown command\n"},
+};
+
+static const command_help *find_help(const char *cmd) {
+  for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
+    if (strcmp(helps[i].name, cmd) == 0)
+      return &helps[i];
+  return NULL;
+}
+
+static const char *command_names(void) {
+  static char names[256];
+  if (!names[0])
+    for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+               helps[i].name);
+  return names;
+}
+
+/* normtune help [CMD], normtune CMD --help. */
+static int print_help(const char *cmd) {
+  if (!cmd) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  const command_help *h = find_help(cmd);
+  if (!h)
+    die(EXIT_USAGE, "unknown command \"%s\" (commands: %s; see normtune --help)", cmd,
+        command_names());
+  fputs(h->text, stdout);
+  return 0;
+}
+
+static int cmd_report(const options *o) {
+  if (!o->out)
+    die(EXIT_USAGE, "report needs --out FILE.svg or FILE.html (- : SVG on standard output), "
+                    "e.g. normtune report --out report.svg");
+  const size_t len = strlen(o->out);
+  const int html = (len > 5 && strcmp(o->out + len - 5, ".html") == 0) ||
+                   (len > 4 && strcmp(o->out + len - 4, ".htm") == 0);
+  if (!html && strcmp(o->out, "-") != 0 && !(len > 4 && strcmp(o->out + len - 4, ".svg") == 0))
+    die(EXIT_USAGE,
+        "--out: \"%s\" should end in .svg, .html or .htm (or be - for standard "
+        "output)",
+        o->out);
+  char path[4096];
+  db_path(o, path, sizeof path);
+  return report_write(path, o->out, html, clnorm__kernel_hash(), o->quiet);
+}
 
 int main(int argc, char **argv) {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-      strcmp(argv[1], "help") == 0) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? EXIT_USAGE : 0;
   }
+  if (strcmp(argv[1], "help") == 0) {
+    if (argc > 3)
+      die(EXIT_USAGE, "help takes one command at most (e.g. normtune help tune)");
+    return print_help(argc > 2 ? argv[2] : NULL);
+  }
   for (int i = 2; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(usage, stdout);
-      return 0;
-    }
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return print_help(argv[1]);
+  const char *cmd = argv[1];
+  if (!find_help(cmd))
+    die(EXIT_USAGE, "unknown command \"%s\" (commands: %s; see normtune --help)", cmd,
+        command_names());
   options o;
   parse_options(argc, argv, 2, &o);
-  const char *cmd = argv[1];
   if (o.ngrid && strcmp(cmd, "bench") != 0)
-    die(EXIT_USAGE, "--grid belongs to bench only");
+    die(EXIT_USAGE, "--grid belongs to bench only (see normtune help bench)");
+  if (o.out && strcmp(cmd, "report") != 0)
+    die(EXIT_USAGE, "--out belongs to report only (see normtune help report)");
   if (strcmp(cmd, "devices") == 0)
     return cmd_devices();
   if (strcmp(cmd, "tune") == 0)
@@ -2390,6 +2729,10 @@ int main(int argc, char **argv) {
     return cmd_show(&o);
   if (strcmp(cmd, "bench") == 0)
     return cmd_bench(&o);
+  if (strcmp(cmd, "report") == 0)
+    return cmd_report(&o);
+  if (strcmp(cmd, "doctor") == 0)
+    return doctor_run(o.db, clnorm__kernel_hash());
   if (strcmp(cmd, "export") == 0)
     return cmd_export(&o);
   if (strcmp(cmd, "import") == 0)

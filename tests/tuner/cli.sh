@@ -15,6 +15,21 @@ for op in layernorm rmsnorm add_layernorm add_rmsnorm layernorm_bwd rmsnorm_bwd;
   expect_in "$WORK/help.out" "^OP: .*\b$op\b" "--help names the op $op"
 done
 expect_rc 0 h "$NORMTUNE" -h
+for cmd in devices tune show bench report doctor export import strategies; do
+  expect_in "$WORK/help.out" "^  $cmd( |$)" "--help lists $cmd"
+  expect_rc 0 "help_$cmd" "$NORMTUNE" help "$cmd"
+  expect_rc 0 "dash_help_$cmd" "$NORMTUNE" "$cmd" --help
+  cmp -s "$WORK/help_$cmd.out" "$WORK/dash_help_$cmd.out" ||
+    fail "normtune help $cmd and normtune $cmd --help differ"
+  expect_in "$WORK/help_$cmd.out" "^usage: normtune $cmd" "normtune help $cmd gives the usage"
+  expect_in "$WORK/help_$cmd.out" '^examples:$' "normtune help $cmd gives examples"
+  expect_in "$WORK/help_$cmd.out" "^  normtune $cmd" "normtune help $cmd: an example of $cmd"
+  expect_in "$WORK/help_$cmd.out" '^exit status' "normtune help $cmd documents its exit status"
+done
+expect_in "$WORK/help.out" '^exit status: 0 success, 1 failure' "--help documents exit statuses"
+expect_in "$WORK/help_doctor.out" '^  4  no OpenCL platform' "doctor's help documents status 4"
+expect_in "$WORK/help_report.out" '3 the database holds no tuned result' \
+  "report's help documents status 3"
 
 step "usage errors exit 2 with a message"
 usage_error() { # NAME PATTERN ARGS...
@@ -41,6 +56,8 @@ usage_error bad_strategy '--strategy: unknown value "greedy"' tune --strategy gr
 usage_error missing_value '--db needs a value' show --db
 usage_error export_no_file 'export needs a FILE' export --db "$WORK/x.db"
 usage_error import_no_file 'import needs a FILE' import --db "$WORK/x.db"
+usage_error help_unknown 'unknown command "frobnicate" \(commands: devices, tune' help frobnicate
+usage_error out_elsewhere '--out belongs to report only' show --out x.svg
 
 step "failures exit 1 with a message"
 expect_rc 1 show_missing "$NORMTUNE" show --db "$WORK/missing.db"
