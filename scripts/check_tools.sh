@@ -30,6 +30,9 @@ if ! clinfo -l 2>/dev/null | grep -q Device; then
   exit 1
 fi
 
+# The programs the tests build are cached here, not in the user's ~/.cache/clnorm.
+export CLNORM_BINARY_CACHE_DIR=${CLNORM_BINARY_CACHE_DIR:-$dir/binary-cache}
+
 summary=()
 status=0
 run_step() { # NAME COMMAND...: runs, times, records

@@ -17,5 +17,9 @@ if ! grep -q "Device" <<<"$devices"; then
   exit 1
 fi
 echo "$devices"
+# The programs the tests build are cached in the build directory, not in the user's
+# ~/.cache/clnorm (the suite builds thousands: some 200 MB on PoCL).
+case $build in /*) cache=$build/binary-cache ;; *) cache=$(pwd)/$build/binary-cache ;; esac
+export CLNORM_BINARY_CACHE_DIR=${CLNORM_BINARY_CACHE_DIR:-$cache}
 # shellcheck disable=SC2086 # CTEST_ARGS is a list of words
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${CTEST_ARGS:-} "$@"

@@ -100,32 +100,39 @@ static void device_string(cl_device_id device, cl_device_info what, char *buf, s
   buf[size - 1] = '\0';
 }
 
+int clnorm__bincache_path(char *dir, size_t size, char *why, size_t why_size) {
+  const char *off = getenv("CLNORM_NO_BINARY_CACHE");
+  if (off && *off && strcmp(off, "0") != 0) {
+    snprintf(why, why_size, "off (CLNORM_NO_BINARY_CACHE=%s)", off);
+    return 0;
+  }
+  const char *env = getenv("CLNORM_BINARY_CACHE_DIR");
+  if (env && *env) {
+    snprintf(dir, size, "%s", env);
+    return 1;
+  }
+  /* Beside the tuning database: $CLNORM_DB's directory, else ~/.cache/clnorm. */
+  char db[4096], err[256];
+  if (clnorm__db_default_path(db, sizeof db, err, sizeof err) != CLNORM_OK) {
+    snprintf(why, why_size, "off: %s", err);
+    return 0;
+  }
+  const char *slash = strrchr(db, '/');
+  if (!slash)
+    snprintf(dir, size, "clnorm-binaries");
+  else
+    snprintf(dir, size, "%.*s/clnorm-binaries", (int)(slash - db), db);
+  return 1;
+}
+
 void clnorm__bincache_init(clnorm_ctx *ctx) {
   ctx->bincache_dir = NULL;
   ctx->bincache_device = NULL;
-  const char *off = getenv("CLNORM_NO_BINARY_CACHE");
-  if (off && *off && strcmp(off, "0") != 0) {
+  char dir[4096], why[512];
+  if (!clnorm__bincache_path(dir, sizeof dir, why, sizeof why)) {
     if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache off (CLNORM_NO_BINARY_CACHE)\n");
+      fprintf(stderr, "clnorm: program binary cache %s\n", why);
     return;
-  }
-  char dir[4096];
-  const char *env = getenv("CLNORM_BINARY_CACHE_DIR");
-  if (env && *env) {
-    snprintf(dir, sizeof dir, "%s", env);
-  } else {
-    /* Beside the tuning database: $CLNORM_DB's directory, else ~/.cache/clnorm. */
-    char db[4096], err[256];
-    if (clnorm__db_default_path(db, sizeof db, err, sizeof err) != CLNORM_OK) {
-      if (ctx->log_info)
-        fprintf(stderr, "clnorm: program binary cache off: %s\n", err);
-      return;
-    }
-    const char *slash = strrchr(db, '/');
-    if (!slash)
-      snprintf(dir, sizeof dir, "clnorm-binaries");
-    else
-      snprintf(dir, sizeof dir, "%.*s/clnorm-binaries", (int)(slash - db), db);
   }
   char name[256], vendor[256], driver[256], version[256], platform[256], platform_version[256];
   cl_uint vendor_id = 0;
@@ -149,6 +156,13 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
     return;
   }
   platform[sizeof platform - 1] = platform_version[sizeof platform_version - 1] = '\0';
+  /* Oclgrind 21.10 crashes (SIGSEGV) running kernels of programs made from its own binaries
+   * (docs/DEVICES.md): the simulator always builds from source. */
+  if (strstr(platform, "Oclgrind") != NULL) {
+    if (ctx->log_info)
+      fprintf(stderr, "clnorm: program binary cache off on Oclgrind (docs/DEVICES.md)\n");
+    return;
+  }
   /* Another driver, compiler (PoCL's platform version names its LLVM) or CPU (PoCL's device
    * version names it) makes another key: a binary is only reused where it was made. */
   char device[2048];

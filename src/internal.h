@@ -203,6 +203,9 @@ uint64_t clnorm__kernel_hash(void);
  * _load returns the program of (sources, options) built from its cached binary, or NULL (no
  * entry, a damaged or foreign one, a binary the driver refuses): then build from source and
  * _store the result, which (over)writes the entry atomically. */
+/* The cache's directory (CLNORM_BINARY_CACHE_DIR, else clnorm-binaries beside the default tuning
+ * database): 1 with it in dir, or 0 with why it is off (CLNORM_NO_BINARY_CACHE, no home). */
+int clnorm__bincache_path(char *dir, size_t size, char *why, size_t why_size);
 void clnorm__bincache_init(clnorm_ctx *ctx);
 void clnorm__bincache_free(clnorm_ctx *ctx);
 cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,

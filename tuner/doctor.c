@@ -3,6 +3,7 @@
 #include "doctor.h"
 
 #include "db.h"
+#include "internal.h"
 #include "tool.h"
 
 #include <dirent.h>
@@ -399,27 +400,14 @@ static void section_db(doctor *d, const char *db_option, uint64_t hash) {
 
 static void section_binaries(void) {
   printf("\nProgram binary cache\n");
-  const char *off = getenv("CLNORM_NO_BINARY_CACHE");
-  if (off && *off && strcmp(off, "0") != 0) {
-    printf("  off (CLNORM_NO_BINARY_CACHE=%s): every process compiles its kernels\n", off);
+  /* Where the library keeps it (src/bincache.c): not beside --db, the library knows only the
+   * default database. */
+  char dir[4096], why[512];
+  if (!clnorm__bincache_path(dir, sizeof dir, why, sizeof why)) {
+    printf("  %s: every process compiles its kernels\n", why);
     return;
   }
-  /* Where the library keeps it: $CLNORM_BINARY_CACHE_DIR, else clnorm-binaries beside the
-   * default tuning database (not beside --db: the library knows only the default). */
-  char dir[4096], db[4096], err[256];
   const char *env = getenv("CLNORM_BINARY_CACHE_DIR");
-  if (env && *env) {
-    snprintf(dir, sizeof dir, "%s", env);
-  } else if (clnorm__db_default_path(db, sizeof db, err, sizeof err) == CLNORM_OK) {
-    const char *slash = strrchr(db, '/');
-    if (slash)
-      snprintf(dir, sizeof dir, "%.*s/clnorm-binaries", (int)(slash - db), db);
-    else
-      snprintf(dir, sizeof dir, "clnorm-binaries");
-  } else {
-    printf("  off: %s\n", err);
-    return;
-  }
   printf("  directory: %s%s\n", dir, env && *env ? " (from $CLNORM_BINARY_CACHE_DIR)" : "");
   DIR *dp = opendir(dir);
   if (!dp) {

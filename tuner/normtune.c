@@ -1536,8 +1536,17 @@ static size_t mask_dtypes(unsigned mask, clnorm_dtype *out) {
   return n;
 }
 
+/* Candidates stay out of the program-binary cache (hundreds of programs, some 60 KB each on
+ * PoCL); the winners enter it when an application first builds them. CLNORM_NO_BINARY_CACHE set
+ * by the user (0 included) is left as it is. */
+static void no_candidate_cache(void) {
+  if (!getenv("CLNORM_NO_BINARY_CACHE"))
+    setenv("CLNORM_NO_BINARY_CACHE", "1", 1);
+}
+
 static int cmd_tune(const options *o) {
   session s;
+  no_candidate_cache();
   session_open(o, &s);
   char path[4096], err[1024];
   db_path(o, path, sizeof path);
@@ -2303,6 +2312,7 @@ static int replay_row(void *user, const clnorm_device_identity *dev, const clnor
 
 static int cmd_strategies(const options *o) {
   session s;
+  no_candidate_cache();
   session_open(o, &s);
   char path[4096], err[1024];
   db_path(o, path, sizeof path);
