@@ -128,7 +128,8 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
     table[i].variant = results[i].variant;
   }
   free(results);
-  qsort(table, count, sizeof *table, tuned_cmp);
+  if (count) /* qsort's array may not be NULL, even for no elements */
+    qsort(table, count, sizeof *table, tuned_cmp);
   pthread_mutex_lock(&ctx->lock);
   clnorm_tuned *old = ctx->tuned;
   ctx->tuned = table;
