@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clnorm against PyTorch on the GPU machine, in one command:
-#   1. builds normtune (Release, in /tmp), after sourcing the device kit's setup.sh there;
+#   1. builds normtune (Release, in build-bench), after sourcing the device kit's setup.sh there;
 #   2. `normtune bench --grid gpu --json` on the NVIDIA device: every op x dtype x shape of the
 #      grid through the dispatcher, checked against the float64 reference, next to the copy
 #      bandwidth of the same run;
@@ -23,7 +23,7 @@
 #                             registers NVIDIA's OpenCL driver under /etc and unpacks to /opt)
 #   NORMTUNE=PATH             use this normtune instead of building one
 #   KIT=DIR                   the device kit (default: .device-kit in the repository)
-#   BUILD_DIR=DIR             where to build (default /tmp/clnorm-bench-build)
+#   BUILD_DIR=DIR             where to build (default build-bench, in the checkout)
 # Exit status: normtune's (1 when a check failed), or 1 when a step could not run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,7 +46,7 @@ if [ "$setup" = 1 ]; then
 fi
 
 if [ -z "${NORMTUNE:-}" ]; then
-  build=${BUILD_DIR:-/tmp/clnorm-bench-build}
+  build=${BUILD_DIR:-$root/build-bench}
   echo "== building normtune in $build" >&2
   if ! log=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLNORM_BUILD_TESTS=OFF \
                2>&1 && cmake --build "$build" -j"$(nproc)" --target normtune 2>&1); then

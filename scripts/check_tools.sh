@@ -14,13 +14,13 @@
 # step runs, and a summary with each step's time ends the output.
 #   bash scripts/check_tools.sh                   # all four
 #   bash scripts/check_tools.sh asan tsan         # some: asan tsan valgrind oclgrind
-# Environment: TOOLS_DIR (default /tmp/clnorm-tools) holds the builds; CC picks the compiler
+# Environment: TOOLS_DIR (default build-tools, in the checkout) holds the builds; CC picks the compiler
 # (gcc or clang); CLNORM_TEST_DEVICE as for the tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bash scripts/deps.sh || exit 1
-dir=${TOOLS_DIR:-/tmp/clnorm-tools}
+dir=${TOOLS_DIR:-$root/build-tools}
 mkdir -p "$dir"
 jobs=$(nproc 2>/dev/null || echo 2)
 steps=("$@")

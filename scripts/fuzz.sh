@@ -7,7 +7,7 @@
 # A failing input is left in FUZZ_DIR/artifacts/<target>/; rerun it with
 # FUZZ_DIR/build/tests/fuzz/<target> FILE, and after the fix keep it in tests/fuzz/corpus_<name>/
 # as a regression input.
-# Environment: FUZZ_DIR (default /tmp/clnorm-fuzz) holds the build, the corpus copies and the
+# Environment: FUZZ_DIR (default build-fuzz, in the checkout) holds the build, the corpus copies and the
 # logs; FUZZ_JOBS the build's parallel jobs; FUZZ_CC the clang to use (default clang; CC is not
 # read, CI may set it to gcc for the other steps); FUZZ_WERROR=OFF lets a clang-only warning
 # through (the build is -Werror otherwise, as CI's).
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 bash scripts/deps.sh || exit 1
 seconds=${FUZZ_SECONDS:-30}
-dir=${FUZZ_DIR:-/tmp/clnorm-fuzz}
+dir=${FUZZ_DIR:-$root/build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cc=${FUZZ_CC:-clang}
 targets=("$@")

@@ -16,7 +16,7 @@
 #   clnorm only   clnorm's cache filled, the drivers' caches off (what clnorm's cache alone buys)
 #   driver only   CLNORM_NO_BINARY_CACHE=1, the drivers' caches filled (start-up before issue 8)
 # Environment: STARTUP=PATH (the startup binary; default: BUILD_DIR/startup, built when missing),
-#   BUILD_DIR=DIR (default /tmp/clnorm-startup-build, Release), ROWS, COLS (default 256 x 1024).
+#   BUILD_DIR=DIR (default build-startup, in the checkout; Release), ROWS, COLS (default 256 x 1024).
 # Exit status 1 when a run fails or its result or its cache behaviour is not the case's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +24,7 @@ runs=${1:-11}
 device=${2:-}
 rows=${ROWS:-256}
 cols=${COLS:-1024}
-build=${BUILD_DIR:-/tmp/clnorm-startup-build}
+build=${BUILD_DIR:-$root/build-startup}
 bin=${STARTUP:-$build/startup}
 if [ ! -x "$bin" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLNORM_BUILD_TESTS=OFF >/dev/null
