@@ -337,6 +337,37 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #define HELD_GET(i, k) SRCV(i)
 #endif
 
+/* out = the sum over the work-item's vectors of the row (i = lane, lane + TPR, ...) of TERM(i),
+ * a floatv, for rows that are not held. Four accumulators, so that the adds do not wait on one
+ * another (on a CPU one chain of dependent vector adds is slower than the cache delivers the
+ * row); blocks of 256 vectors, each added to the total by Kahan summation, so that a work-item
+ * owning a million elements loses no more than one owning a thousand. No index overflows for
+ * any nvec < 2^32; with TPR > 1 a lane's i can step past end_ (the i < end_ test). */
+#define SUM_UNHELD(out, TERM)                                                                      \
+  do {                                                                                             \
+    floatv tot_ = 0.0f, comp_ = 0.0f;                                                              \
+    uint i = lane;                                                                                 \
+    while (i < nvec) {                                                                             \
+      const uint end_ = nvec - i > 256u * TPR ? i + 256u * TPR : nvec;                             \
+      floatv a0_ = 0.0f, a1_ = 0.0f, a2_ = 0.0f, a3_ = 0.0f;                                       \
+      for (; i < end_ && end_ - i > 3u * TPR; i += 4u * TPR) {                                     \
+        a0_ += TERM(i);                                                                            \
+        a1_ += TERM(i + TPR);                                                                      \
+        a2_ += TERM(i + 2u * TPR);                                                                 \
+        a3_ += TERM(i + 3u * TPR);                                                                 \
+      }                                                                                            \
+      for (; i < end_; i += TPR)                                                                   \
+        a0_ += TERM(i);                                                                            \
+      const floatv y_ = ((a0_ + a1_) + (a2_ + a3_)) - comp_;                                       \
+      const floatv t_ = tot_ + y_;                                                                 \
+      comp_ = (t_ - tot_) - y_;                                                                    \
+      tot_ = t_;                                                                                   \
+    }                                                                                              \
+    out = HSUM(tot_);                                                                              \
+  } while (0)
+
+inline floatv squarev(floatv v) { return v * v; }
+
 /* Bits of the kernels' `flags` argument: which optional buffers were given. */
 #define HAS_GAMMA 1u
 #define HAS_BETA 2u

@@ -82,6 +82,23 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     st = row_stats(st, scratch);
     float mean_d = st.mean;
     const float var = st.m2 / (float)cols;
+#elif HOLD == 0
+    /* Two passes over a row that is not held (tpr == 1 only: the CPU shape, the row read again
+     * from cache); (x - pivot) - mean_d as in the output below, exact where x is near pivot. */
+#define LN_D(i) (SRCV(i) - pivot)
+#define LN_DD(i) squarev(SRCV(i) - pivot - mean_d)
+    float sum;
+    SUM_UNHELD(sum, LN_D);
+    for (uint j = nvec * VEC + lane; j < ncols; j += TPR)
+      sum += SRC1(j) - pivot;
+    float mean_d = row_sum(sum, scratch) / (float)cols;
+    float sq;
+    SUM_UNHELD(sq, LN_DD);
+    for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
+      const float dd = SRC1(j) - pivot - mean_d;
+      sq += dd * dd;
+    }
+    const float var = row_sum(sq, scratch) / (float)cols;
 #else
     floatv acc = 0.0f;
     FOR_VECS(i, k, nvec) {

@@ -29,26 +29,20 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #endif
     HELD_DECL;
 
-    /* Blocked sum with the blocks added by Kahan summation: a work-item may own a million
-     * elements (one work-item per row), and one float accumulator would lose about 1e-5 over that
-     * many additions. */
-    floatv acc = 0.0f, comp = 0.0f, block = 0.0f;
-    uint in_block = 0;
+#if HOLD == 0
+#define RMS_SQ(i) squarev(SRCV(i))
+    float sq;
+    SUM_UNHELD(sq, RMS_SQ);
+#else
+    /* A held row is at most HOLD vectors per work-item: one accumulator loses nothing. */
+    floatv acc = 0.0f;
     FOR_VECS(i, k, nvec) {
       const floatv xv = SRCV(i);
       HELD_PUT(k, xv);
-      block += xv * xv;
-      if (++in_block == 256) {
-        const floatv yk = block - comp;
-        const floatv t = acc + yk;
-        comp = (t - acc) - yk;
-        acc = t;
-        block = 0.0f;
-        in_block = 0;
-      }
+      acc += xv * xv;
     }
-    acc += block - comp;
     float sq = HSUM(acc);
+#endif
     for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
       const float h = SRC1(i);
       sq += h * h;

@@ -19,6 +19,8 @@
 #   CLNORM_DB=PATH            a tuning database for the dispatcher (default: none, so the
 #                             figures are the heuristic's, the same on every fresh machine)
 #   PEER=0                    no PyTorch run (a machine without CUDA)
+#   PEER=cpu                  the peer is PyTorch on the CPU (scripts/peer_cpu.py, every core),
+#                             for clnorm on PoCL (issue 6): DEVICE=cpu PEER=cpu bash ...
 #   SETUP=0|1                 source the kit's setup.sh (default: when nvidia-smi exists; it
 #                             registers NVIDIA's OpenCL driver under /etc and unpacks to /opt)
 #   NORMTUNE=PATH             use this normtune instead of building one
@@ -91,8 +93,10 @@ shapes=${shapes:--}
 dtypes=${dtypes:--}
 torch_json=
 if [ "${PEER:-1}" != 0 ] && [ "$shapes" != - ]; then
-  echo "== PyTorch peer ($kit/peer_torch.py): shapes $shapes, dtypes $dtypes" >&2
-  if PYTHONUNBUFFERED=1 python3 "$kit/peer_torch.py" --shapes "$shapes" --dtypes "$dtypes" \
+  peer=("$kit/peer_torch.py")
+  [ "${PEER:-1}" = cpu ] && peer=("$root/scripts/peer_cpu.py" --threads "$(nproc)")
+  echo "== PyTorch peer (${peer[*]}): shapes $shapes, dtypes $dtypes" >&2
+  if PYTHONUNBUFFERED=1 python3 "${peer[@]}" --shapes "$shapes" --dtypes "$dtypes" \
        >"$out/torch.json" 2> >(tee "$out/torch.log" >&2); then
     torch_json=$out/torch.json
   else

@@ -3,7 +3,10 @@
 # OpenCL headers and ICD loader, PoCL (OpenCL on the CPU, so there is always a device), SQLite,
 # clinfo, and the tools of the checks (Oclgrind, Valgrind, clang with libFuzzer). Does nothing
 # when all of it is installed already.
+# CLNORM_NO_DEPS=1: install nothing (a machine without a package registry, such as the GPU
+# machine, where the device kit provides what is missing).
 set -euo pipefail
+[ "${CLNORM_NO_DEPS:-0}" = 1 ] && exit 0
 packages=(build-essential cmake ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
           libsqlite3-dev sqlite3 pkg-config python3
           oclgrind valgrind # tests/oclgrind.sh (the kernels under a simulator), check_tools.sh

@@ -25,11 +25,22 @@ static int tuned_cmp(const void *pa, const void *pb) {
   return (a->cols > b->cols) - (a->cols < b->cols);
 }
 
+/* A table key names devices by a part of their name, or by its start when it begins with '^'
+ * ("^pthread-" is every CPU of PoCL 1-4, "^cpu-" of PoCL 5 on: PoCL names a CPU device
+ * "<driver>-<LLVM CPU>-<model>"). */
+static int builtin_matches(const char *key, const char *name) {
+  if (!key)
+    return 0;
+  if (key[0] == '^')
+    return strncmp(name, key + 1, strlen(key + 1)) == 0;
+  return strstr(name, key) != NULL;
+}
+
 void clnorm__builtin_load(clnorm_ctx *ctx) {
   const size_t n = sizeof builtin_table / sizeof builtin_table[0];
   size_t mine = 0;
   for (size_t i = 0; i < n; i++)
-    mine += builtin_table[i].device && strstr(ctx->info.name, builtin_table[i].device) != NULL;
+    mine += builtin_matches(builtin_table[i].device, ctx->info.name);
   if (mine == 0)
     return;
   clnorm_tuned *t = malloc(mine * sizeof *t);
@@ -37,7 +48,7 @@ void clnorm__builtin_load(clnorm_ctx *ctx) {
     return; /* the heuristic still works */
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (builtin_table[i].device && strstr(ctx->info.name, builtin_table[i].device) != NULL)
+    if (builtin_matches(builtin_table[i].device, ctx->info.name))
       t[k++] = builtin_table[i].entry;
   qsort(t, k, sizeof *t, tuned_cmp);
   ctx->builtin_own = t;

@@ -61,6 +61,7 @@ static void die(int code, const char *fmt, ...) {
 
 typedef struct options {
   const char *device, *db, *strategy, *file, *out;
+  const char *c_table; /* show --c-table KEY: lines for src/builtin_table.h */
   unsigned ops, dtypes; /* bit 1 << op, 1 << dtype; 0: not given (each command has a default) */
   size_t cols[64], ncols, rows[64], nrows;
   size_t grid_rows[MAX_GRID], grid_cols[MAX_GRID], ngrid; /* bench --grid */
@@ -196,6 +197,8 @@ static void parse_options(int argc, char **argv, int first, options *o) {
       o->nrows = parse_list(v, o->rows, 64, "--rows");
     else if (TAKE("--grid"))
       parse_grid(v, o);
+    else if (TAKE("--c-table"))
+      o->c_table = v;
     else if (TAKE("--budget")) {
       char *end;
       o->budget = strtod(v, &end);
@@ -1715,6 +1718,7 @@ static int cmd_devices(void) {
 
 typedef struct show_state {
   int json, first;
+  const char *c_table;
   const clnorm_device_identity *last;
   char last_name[256], last_driver[256];
 } show_state;
@@ -1734,6 +1738,20 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   (void)winner;
   char text[128];
   clnorm_variant_format(&r->variant, text, sizeof text);
+  if (st->c_table) { /* a line of src/builtin_table.h, with the figure it was chosen on */
+    static const char *const ops[] = {"LAYERNORM", "RMSNORM", "ADD_LAYERNORM", "ADD_RMSNORM",
+                                      "LAYERNORM_BWD", "RMSNORM_BWD"};
+    static const char *const dtypes[] = {"F32", "F16", "BF16"};
+    static const char *const reduce[] = {"LOCAL", "SUBGROUP", "NVSHFL"};
+    printf("{\"%s\", {CLNORM_OP_%s, CLNORM_%s, %llu, %u, {%u, %u, %u, %u, CLNORM_REDUCE_%s, "
+           "CLNORM_STATS_%s}}}, /* %.1f GB/s at %llu rows */\n",
+           st->c_table, ops[r->op], dtypes[r->dtype], (unsigned long long)r->cols, r->row_class,
+           r->variant.wg, r->variant.tpr, r->variant.vec, r->variant.hold,
+           reduce[r->variant.reduce],
+           r->variant.stats == CLNORM_STATS_TWOPASS ? "TWOPASS" : "WELFORD", r->gbps,
+           (unsigned long long)r->rows);
+    return 0;
+  }
   if (st->json) {
     printf("%s{\"device\": ", st->first ? "" : ",\n");
     tool_json_string(dev->name);
@@ -1774,7 +1792,10 @@ static int cmd_show(const options *o) {
   show_state st;
   memset(&st, 0, sizeof st);
   st.json = o->json;
+  st.c_table = o->c_table;
   st.first = 1;
+  if (st.c_table && (strchr(st.c_table, '"') || strchr(st.c_table, '\\') || !o->device))
+    die(EXIT_USAGE, "--c-table: needs --device, and a KEY without quotes or backslashes");
   clnorm_device_identity id;
   const clnorm_device_identity *filter = NULL;
   uint64_t hash = clnorm__kernel_hash();
@@ -1787,19 +1808,22 @@ static int cmd_show(const options *o) {
     filter = &id;
     clnorm_db_stale stale;
     if (clnorm__db_stale(db, &id, hash, &stale, err, sizeof err) == CLNORM_OK &&
-        (stale.driver_changed || stale.kernels_changed) && !o->json)
+        (stale.driver_changed || stale.kernels_changed) && !o->json && !o->c_table)
       printf("%llu results of this device are stale (%llu: driver changed, %llu: kernels "
              "changed) and are not used; run `normtune tune` again\n",
              (unsigned long long)(stale.driver_changed + stale.kernels_changed),
              (unsigned long long)stale.driver_changed, (unsigned long long)stale.kernels_changed);
   }
-  if (o->json)
+  if (o->c_table)
+    printf("/* normtune show --device \"%s\" --c-table \"%s\" (database %s) */\n", o->device,
+           o->c_table, path);
+  else if (o->json)
     printf("[\n");
   else
     printf("tuned winners in %s (current kernels only)\n", path);
   if (clnorm__db_list(db, filter, &hash, 1, show_row, &st, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
-  if (o->json)
+  if (o->json && !o->c_table)
     printf("\n]\n");
   clnorm__db_close(db);
   return 0;
@@ -2544,16 +2568,20 @@ static const command_help helps[] = {
      "overwritten; the same command resumes from what it holds), 130 interrupted (results\n"
      "kept; run the same command to resume)\n"},
     {"show",
-     "usage: normtune show [--db PATH] [--device NAME|INDEX] [--json]\n"
+     "usage: normtune show [--db PATH] [--device NAME|INDEX] [--json | --c-table KEY]\n"
      "\n"
      "Prints the tuned winner of each shape (current kernels only): op, dtype, cols, row class,\n"
      "median time, GB/s and variant. With --device, only that device, and how many of its\n"
      "results are stale.\n"
      "\n" HELP_DB HELP_DEVICE "  --json                one JSON array\n"
+     "  --c-table KEY         lines for src/builtin_table.h (the winners shipped in the\n"
+     "                        library), keyed by KEY: a part of the device name, or its\n"
+     "                        start when KEY begins with ^ (needs --device)\n"
      "\n"
      "examples:\n"
      "  normtune show\n"
      "  normtune show --device gpu --json > winners.json\n"
+     "  normtune show --device H100 --c-table H100 >> src/builtin_table.h\n"
      "\n" HELP_EXIT_COMMON},
     {"bench",
      "usage: normtune bench [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...]\n"
