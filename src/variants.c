@@ -160,11 +160,12 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
   clnorm_variant v = {1, 1, 16, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   if (info->type & CL_DEVICE_TYPE_CPU) {
     /* One work-item per row with long vector loops and no barriers; the row is re-read from
-     * cache. Rows per group amortise the runtime's cost per work-group (PoCL: some microseconds
-     * each; 4096 x 4096 LayerNorm on 2 cores: 0.59 of copy with 4 rows per group, 0.83 with
-     * 128), as many as leave 4 groups per core, at most 128; with fewer rows than 2 per core,
-     * one row per group, so that long rows are split across the cores. */
-    const size_t want_groups = 4 * (size_t)(info->compute_units ? info->compute_units : 1);
+     * cache. Rows per group amortise the runtime's cost per work-group (PoCL 3.1, 2 cores,
+     * 4096 x 4096 LayerNorm: 0.59 of copy with 4 rows per group, 0.83 with 128), as many as
+     * leave 8 groups per core (PoCL 5, 16 cores: 64 groups ran at 0.17-0.45 of copy where 128
+     * or more ran at 0.69-0.90), at most 128; with fewer rows than 2 per core, one row per
+     * group, so that long rows are split across the cores. docs/PERFORMANCE.md. */
+    const size_t want_groups = 8 * (size_t)(info->compute_units ? info->compute_units : 1);
     const size_t row_bytes = call->cols * clnorm__dtype_size(call->dtype);
     v.wg = 1;
     if (call->rows >= 2 * (size_t)info->compute_units)
