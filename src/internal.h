@@ -181,6 +181,9 @@ void clnorm__builtin_load(clnorm_ctx *ctx);
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
                                        clnorm_dtype dtype, size_t cols, unsigned row_class,
                                        int exact);
+/* Drops the tuned table (the dispatcher falls back to the built-in table and the heuristic):
+ * normtune bench, when its --db cannot be read, must not run the default database's winners. */
+void clnorm__tuning_clear(clnorm_ctx *ctx);
 void clnorm__tuning_free(clnorm_ctx *ctx);
 
 /* validate.c */

@@ -161,6 +161,15 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   return CLNORM_OK;
 }
 
+void clnorm__tuning_clear(clnorm_ctx *ctx) {
+  pthread_mutex_lock(&ctx->lock);
+  clnorm_tuned *old = ctx->tuned;
+  ctx->tuned = NULL;
+  ctx->tuned_count = 0;
+  pthread_mutex_unlock(&ctx->lock);
+  free(old);
+}
+
 void clnorm__tuning_free(clnorm_ctx *ctx) {
   free(ctx->tuned);
   free(ctx->builtin_own);
