@@ -96,6 +96,17 @@ const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, 
   return best;
 }
 
+/* Replaces the tuned table (table: malloc'd, owned by ctx from now on). Readers copy what they
+ * find under the lock, so nobody holds a pointer into the old one. */
+static void set_tuned(clnorm_ctx *ctx, clnorm_tuned *table, size_t count) {
+  pthread_mutex_lock(&ctx->lock);
+  clnorm_tuned *old = ctx->tuned;
+  ctx->tuned = table;
+  ctx->tuned_count = count;
+  pthread_mutex_unlock(&ctx->lock);
+  free(old);
+}
+
 clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   char default_path[4096], err[1024];
   clnorm__clear_error(ctx); /* errmsg speaks of this load only */
@@ -141,12 +152,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   free(results);
   if (count) /* qsort's array may not be NULL, even for no elements */
     qsort(table, count, sizeof *table, tuned_cmp);
-  pthread_mutex_lock(&ctx->lock);
-  clnorm_tuned *old = ctx->tuned;
-  ctx->tuned = table;
-  ctx->tuned_count = count;
-  pthread_mutex_unlock(&ctx->lock);
-  free(old); /* readers copy what they find under the lock, so nobody holds a pointer into it */
+  set_tuned(ctx, table, count);
   if (stale.driver_changed || stale.kernels_changed) {
     clnorm__fail(ctx, CLNORM_OK,
                  "%zu tuned results loaded from '%s'; %llu stale results of this device are not "
@@ -161,14 +167,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   return CLNORM_OK;
 }
 
-void clnorm__tuning_clear(clnorm_ctx *ctx) {
-  pthread_mutex_lock(&ctx->lock);
-  clnorm_tuned *old = ctx->tuned;
-  ctx->tuned = NULL;
-  ctx->tuned_count = 0;
-  pthread_mutex_unlock(&ctx->lock);
-  free(old);
-}
+void clnorm__tuning_clear(clnorm_ctx *ctx) { set_tuned(ctx, NULL, 0); }
 
 void clnorm__tuning_free(clnorm_ctx *ctx) {
   free(ctx->tuned);

@@ -163,15 +163,14 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
      * cache. Rows per group amortise the runtime's cost per work-group (PoCL 3.1, 2 cores,
      * 4096 x 4096 LayerNorm: 0.59 of copy with 4 rows per group, 0.83 with 128), as many as
      * leave 8 groups per core (PoCL 5, 16 cores: 64 groups ran at 0.17-0.45 of copy where 128
-     * or more ran at 0.69-0.90), at most 128; with fewer rows than 2 per core, one row per
-     * group, so that long rows are split across the cores. docs/PERFORMANCE.md. */
+     * or more ran at 0.69-0.90), at most 128; with few rows, one row per group, so that long
+     * rows are split across the cores. docs/PERFORMANCE.md. */
     const size_t want_groups = 8 * (size_t)(info->compute_units ? info->compute_units : 1);
     const size_t row_bytes = call->cols * clnorm__dtype_size(call->dtype);
-    v.wg = 1;
-    if (call->rows >= 2 * (size_t)info->compute_units)
-      while (v.wg < 128 && call->rows / (2 * (size_t)v.wg) >= want_groups &&
-             2 * (size_t)v.wg * row_bytes <= CPU_GROUP_BYTES)
-        v.wg *= 2;
+    v.wg = 1; /* fewer than 16 rows per core: one row per group (want_groups stops the loop) */
+    while (v.wg < 128 && call->rows / (2 * (size_t)v.wg) >= want_groups &&
+           2 * (size_t)v.wg * row_bytes <= CPU_GROUP_BYTES)
+      v.wg *= 2;
     v.tpr = 1;
     v.vec = 16;
     /* LayerNorm: two passes from cache beat Welford's chain of dependent updates (PoCL 3.1, 2
