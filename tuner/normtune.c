@@ -8,6 +8,7 @@
 #include "report.h"
 #include "tool.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <math.h>
@@ -1825,6 +1826,13 @@ static void json_number(const char *format, double v) {
     fputs("null", stdout);
 }
 
+static void upper_copy(char *out, size_t size, const char *name) {
+  size_t i = 0;
+  for (; name[i] && i + 1 < size; i++)
+    out[i] = (char)toupper((unsigned char)name[i]);
+  out[i] = '\0';
+}
+
 static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_result *r,
                     int winner) {
   show_state *st = user;
@@ -1832,15 +1840,15 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   char text[128];
   clnorm_variant_format(&r->variant, text, sizeof text);
   if (st->c_table) { /* a line of src/builtin_table.h, with the figure it was chosen on */
-    static const char *const ops[] = {"LAYERNORM", "RMSNORM", "ADD_LAYERNORM", "ADD_RMSNORM",
-                                      "LAYERNORM_BWD", "RMSNORM_BWD"};
-    static const char *const dtypes[] = {"F32", "F16", "BF16"};
+    /* the enumerators are the library's names in capitals: CLNORM_OP_ADD_RMSNORM, CLNORM_BF16 */
+    char op[32], dtype[8];
+    upper_copy(op, sizeof op, clnorm_op_name(r->op));
+    upper_copy(dtype, sizeof dtype, clnorm_dtype_name(r->dtype));
     static const char *const reduce[] = {"LOCAL", "SUBGROUP", "NVSHFL"};
     printf("{\"%s\", {CLNORM_OP_%s, CLNORM_%s, %llu, %u, {%u, %u, %u, %u, CLNORM_REDUCE_%s, "
            "CLNORM_STATS_%s}}}, /* %.1f GB/s at %llu rows */\n",
-           st->c_table, ops[r->op], dtypes[r->dtype], (unsigned long long)r->cols, r->row_class,
-           r->variant.wg, r->variant.tpr, r->variant.vec, r->variant.hold,
-           reduce[r->variant.reduce],
+           st->c_table, op, dtype, (unsigned long long)r->cols, r->row_class, r->variant.wg,
+           r->variant.tpr, r->variant.vec, r->variant.hold, reduce[r->variant.reduce],
            r->variant.stats == CLNORM_STATS_TWOPASS ? "TWOPASS" : "WELFORD", r->gbps,
            (unsigned long long)r->rows);
     return 0;

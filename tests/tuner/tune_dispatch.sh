@@ -31,6 +31,16 @@ expect_rc 0 show_json "$NORMTUNE" show --db "$DB" --json
 [[ $(grep -c '"cols": 256' "$WORK/show_json.out") -eq 2 ]] ||
   fail "show --json does not list exactly the two winners: $(cat "$WORK/show_json.out")"
 
+step "show --c-table prints the winners as lines of src/builtin_table.h"
+expect_rc 0 show_c "$NORMTUNE" show --db "$DB" --device "$device" --c-table "^$device"
+for op in LAYERNORM RMSNORM; do
+  expect_in "$WORK/show_c.out" "^\\{\"\\^.*\", \\{CLNORM_OP_${op}, CLNORM_F32, 256, 1, \\{[0-9]+, [0-9]+, [0-9]+, [0-9]+, CLNORM_REDUCE_(LOCAL|SUBGROUP|NVSHFL), CLNORM_STATS_(WELFORD|TWOPASS)\\}\\}\\}, /\\* [0-9.]+ GB/s at 64 rows \\*/$" \
+    "show --c-table, ${op,,}"
+done
+expect_in "$WORK/show_c.out" '^/\* normtune show --device .* --c-table ' "show --c-table, the comment naming its command"
+[[ $(grep -c '^{' "$WORK/show_c.out") -eq 2 && $(wc -l <"$WORK/show_c.out") -eq 3 ]] ||
+  fail "show --c-table printed other than a comment and the two winners: $(cat "$WORK/show_c.out")"
+
 step "the library chooses the winners (CLNORM_LOG=info)"
 CLNORM_LOG=info dispatch dispatch tuned "$DB" "$WORK/show_json.out"
 expect_in "$WORK/dispatch.err" '^clnorm: layernorm f32 rows=64 cols=256 .*\(tuned\)$' \
