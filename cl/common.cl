@@ -69,27 +69,53 @@ typedef ushort16 ushortv;
 #error "VEC must be 1, 2, 4, 8 or 16"
 #endif
 
+/* PUT(p, v): *p = v. With STREAM (PoCL's CPU device: the host passes -DSTREAM=1 where the
+ * compiler is clang) a streaming store, which goes to memory without first reading the line into
+ * the cache: a norm then moves the bytes a copy moves. Outputs only; nothing reads them back in
+ * the same kernel. */
+#if STREAM
+#define PUT(p, v) __builtin_nontemporal_store((v), (p))
+#else
+#define PUT(p, v) (*(p) = (v))
+#endif
+
 /* Storage types. Rows, gamma and beta are `stype` in global memory and floats in registers:
  * loads convert to float, stores round to nearest even (NaN stays NaN). half is used only
  * through vload_half/vstore_half, which are core OpenCL (no cl_khr_fp16 needed). */
 #if DTYPE == 0
 typedef float stype;
 #define LOAD1(p, i) ((p)[(i)])
-#define STORE1(p, i, v) ((p)[(i)] = (v))
+#define STORE1(p, i, v) PUT(&(p)[(i)], (v))
 #define LOADV(p, i) (((__global const floatv *)(p))[(i)])
-#define STOREV(p, i, v) (((__global floatv *)(p))[(i)] = (v))
+#define STOREV(p, i, v) PUT(&((__global floatv *)(p))[(i)], (v))
 #define ROUND1(v) (v)
 #define ROUNDV(v) (v)
 #elif DTYPE == 1
 typedef half stype;
 #define LOAD1(p, i) vload_half((i), (p))
-#define STORE1(p, i, v) vstore_half_rte((v), (i), (p))
 #if VEC == 1
 #define LOADV(p, i) vload_half((i), (p))
-#define STOREV(p, i, v) vstore_half_rte((v), (i), (p))
+#define VSTORE_HALF(v, i, p) vstore_half_rte((v), (i), (p))
 #else /* the host keeps every row start aligned to VEC elements */
 #define LOADV(p, i) CAT(vloada_half, VEC)((i), (p))
-#define STOREV(p, i, v) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
+#define VSTORE_HALF(v, i, p) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
+#endif
+#if STREAM /* rounded into a register, then one streaming store of the bits */
+#define STORE1(p, i, v)                                                                            \
+  do {                                                                                             \
+    ushort bits_;                                                                                  \
+    vstore_half_rte((v), 0, (__private half *)&bits_);                                             \
+    PUT(&((__global ushort *)(p))[(i)], bits_);                                                    \
+  } while (0)
+#define STOREV(p, i, v)                                                                            \
+  do {                                                                                             \
+    ushortv bits_;                                                                                 \
+    VSTORE_HALF((v), 0, (__private half *)&bits_);                                                 \
+    PUT(&((__global ushortv *)(p))[(i)], bits_);                                                   \
+  } while (0)
+#else
+#define STORE1(p, i, v) vstore_half_rte((v), (i), (p))
+#define STOREV(p, i, v) VSTORE_HALF((v), (i), (p))
 #endif
 /* The float nearest to v among half's values (ties to even), as vstore_half_rte rounds. */
 #define HALF_ROUND(T, UT, AS_U, AS_F, v)                                                           \
@@ -119,11 +145,11 @@ typedef ushort stype;
 inline uint bf16_bits1(float v) BF16_BITS(float, uint, as_uint, v)
 inline uintv bf16_bitsv(floatv v) BF16_BITS(floatv, uintv, CAT(as_uint, VSUFFIX), v)
 #define LOAD1(p, i) as_float((uint)(p)[(i)] << 16)
-#define STORE1(p, i, v) ((p)[(i)] = (ushort)(bf16_bits1(v) >> 16))
+#define STORE1(p, i, v) PUT(&(p)[(i)], (ushort)(bf16_bits1(v) >> 16))
 #define LOADV(p, i)                                                                                \
   CAT(as_float, VSUFFIX)(CAT(convert_uint, VSUFFIX)(((__global const ushortv *)(p))[(i)]) << 16)
 #define STOREV(p, i, v)                                                                            \
-  (((__global ushortv *)(p))[(i)] = CAT(convert_ushort, VSUFFIX)(bf16_bitsv(v) >> 16))
+  PUT(&((__global ushortv *)(p))[(i)], CAT(convert_ushort, VSUFFIX)(bf16_bitsv(v) >> 16))
 #define ROUND1(v) as_float(bf16_bits1(v))
 #define ROUNDV(v) CAT(as_float, VSUFFIX)(bf16_bitsv(v))
 #else

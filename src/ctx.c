@@ -65,6 +65,11 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   const char *fixed = getenv("CLNORM_FIXED_GRID");
   if (fixed && (strcmp(fixed, "0") == 0 || strcmp(fixed, "1") == 0))
     info->fixed_grid = fixed[0] == '1';
+  info->stream_stores = (info->type & CL_DEVICE_TYPE_CPU) != 0 &&
+                        strcmp(info->platform, "Portable Computing Language") == 0;
+  const char *stream = getenv("CLNORM_STREAM_STORES");
+  if (stream && (strcmp(stream, "0") == 0 || strcmp(stream, "1") == 0))
+    info->stream_stores = stream[0] == '1';
   return CLNORM_OK;
 }
 

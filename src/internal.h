@@ -27,6 +27,11 @@ typedef struct clnorm_device_info {
    * different global sizes are in flight at once (docs/DEVICES.md). CLNORM_FIXED_GRID=0/1
    * overrides the detection. */
   int fixed_grid;
+  /* Write the outputs with streaming (non-temporal) stores, which skip the cache and the read
+   * of each line before its write: PoCL's CPU device, whose clang takes
+   * __builtin_nontemporal_store (docs/DEVICES.md: 1.3-1.5x on the 2-core PoCL 3 of the
+   * development machine). CLNORM_STREAM_STORES=0/1 overrides. */
+  int stream_stores;
 } clnorm_device_info;
 
 /* A built program and its kernel objects. A cl_kernel's arguments are not thread-safe, so a

@@ -1,6 +1,7 @@
 /* Programs built from the embedded sources, one per options string, kept for the context's
  * life. A failed build is kept too, so it is reported again rather than retried. The table is
- * keyed by the packed variant, which maps one to one onto the canonical options string. */
+ * keyed by the packed variant, which maps one to one onto the canonical options string (the
+ * options that are not the variant's, such as -DSTREAM, are the same for the whole context). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -24,9 +25,9 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
   snprintf(buf, size,
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DREDUCE=%u -DRMS=%d -DSPLIT=%d -DSTATS=%u "
-           "-DTPR=%u -DVEC=%u -DWG=%u",
+           "-DSTREAM=%d -DTPR=%u -DVEC=%u -DWG=%u",
            std, add, (unsigned)dtype, v->hold, (unsigned)v->reduce, clnorm__op_rms(op), split,
-           (unsigned)v->stats, v->tpr, v->vec, v->wg);
+           (unsigned)v->stats, info->stream_stores, v->tpr, v->vec, v->wg);
 }
 
 uint64_t clnorm__kernel_hash(void) {

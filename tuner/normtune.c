@@ -1590,7 +1590,8 @@ static double record_copy(session *s, clnorm_db *db, double before) {
   bytes = fmin(bytes, 256.0 * 1048576.0);
   bytes = fmin(bytes, (double)s->max_alloc / 2.0);
   const size_t size = (size_t)bytes & ~(size_t)15;
-  const double gbps = tool_copy_gbps(s->context, s->queue, s->dev.device, size, err, sizeof err);
+  const double gbps = tool_copy_gbps(s->context, s->queue, s->dev.device, size,
+                                     s->ctx->info.stream_stores, NULL, err, sizeof err);
   if (!(gbps > 0)) {
     if (before == 0)
       fprintf(stderr,
@@ -1942,7 +1943,7 @@ static double bench_one(session *s, shape *sh, const clnorm_variant *v, errors *
 }
 
 /* bench without --grid: the tuned (or dispatcher's) choice against the heuristic's variant. */
-static int bench_pairs(const options *o, session *s, double copy) {
+static int bench_pairs(const options *o, session *s, double copy, const char *copy_kernel) {
   static const size_t bench_cols[] = {4096, 65536};
   static const size_t bench_rows[] = {4096, 256};
   const size_t n = o->ncols ? o->ncols : 2;
@@ -1952,8 +1953,8 @@ static int bench_pairs(const options *o, session *s, double copy) {
   const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : 1u << CLNORM_F32, dtypes);
   int failed = 0;
   if (!o->json) {
-    printf("normtune bench on %s (%s); copy bandwidth %.1f GB/s (float4 copy kernel, same run)\n",
-           s->dev.name, s->dev.platform_name, copy);
+    printf("normtune bench on %s (%s); copy bandwidth %.1f GB/s (%s, same run)\n",
+           s->dev.name, s->dev.platform_name, copy, copy_kernel);
     printf("%-13s %-5s %6s %6s | %9s %6s %-9s | %9s %6s | %s\n", "op", "dtype", "rows", "cols",
            "chosen", "/copy", "why", "heuristic", "/copy", "chosen variant");
   }
@@ -2202,7 +2203,7 @@ static void grid_prebuild(session *s, const options *o, const clnorm_op *ops, si
   free(calls);
 }
 
-static int bench_grid(const options *o, session *s, double copy) {
+static int bench_grid(const options *o, session *s, double copy, const char *copy_kernel) {
   clnorm_op ops[CLNORM_OP_COUNT];
   clnorm_dtype dtypes[DTYPE_COUNT];
   const size_t nops = mask_ops(o->ops ? o->ops : ALL_OPS, ops);
@@ -2235,14 +2236,16 @@ static int bench_grid(const options *o, session *s, double copy) {
     tool_json_string(s->dev.platform_name);
     printf(", \"grid\": ");
     tool_json_string(o->grid);
-    printf(", \"copy_gbps\": %.1f, \"check\": ", copy);
+    printf(", \"copy_gbps\": %.1f, \"copy_kernel\": ", copy);
+    tool_json_string(copy_kernel);
+    printf(", \"check\": ");
     tool_json_string(check_note);
     printf(", \"timing\": ");
     tool_json_string(timing_note);
     printf("}\n");
   } else {
     printf("normtune bench --grid %s on %s (%s)\n", o->grid, s->dev.name, s->dev.platform_name);
-    printf("copy bandwidth %.1f GB/s (float4 copy kernel over 256 MiB, same run)\n", copy);
+    printf("copy bandwidth %.1f GB/s (%s; 256 MiB, same run)\n", copy, copy_kernel);
     printf("check: %s\n", check_note);
     printf("timing: %s\n\n", timing_note);
     printf("%-13s %-4s %6s %8s %10s %8s %5s %9s %9s %7s %-4s %-9s %s\n", "op", "dtype", "rows",
@@ -2322,11 +2325,16 @@ static int cmd_bench(const options *o) {
             clnorm_ctx_errmsg(s.ctx));
   }
   char err[512];
-  const double copy = tool_copy_gbps(s.context, s.queue, s.dev.device, (size_t)256 << 20, err,
-                                     sizeof err);
+  tool_copy_kind kind;
+  const double copy = tool_copy_gbps(s.context, s.queue, s.dev.device, (size_t)256 << 20,
+                                     s.ctx->info.stream_stores, &kind, err, sizeof err);
   if (copy <= 0)
     die(1, "%s", err);
-  const int failed = o->ngrid ? bench_grid(o, &s, copy) : bench_pairs(o, &s, copy);
+  char copy_kernel[96];
+  snprintf(copy_kernel, sizeof copy_kernel, "%s, the fastest of %d copy kernels",
+           tool_copy_name(kind), s.ctx->info.stream_stores ? 4 : 2);
+  const int failed = o->ngrid ? bench_grid(o, &s, copy, copy_kernel)
+                              : bench_pairs(o, &s, copy, copy_kernel);
   session_close(&s);
   return failed ? 1 : 0;
 }

@@ -160,53 +160,99 @@ double tool_median(double *values, size_t n) {
 }
 
 static const char copy_source[] =
-    "__kernel void copy4(__global const float4 *src, __global float4 *dst) {\n"
+    "#define CAT_(a, b) a##b\n"
+    "#define CAT(a, b) CAT_(a, b)\n"
+    "typedef CAT(float, WIDTH) vec;\n"
+    "__kernel void copy(__global const vec *src, __global vec *dst) {\n"
+    "#if STREAM\n"
+    "  __builtin_nontemporal_store(src[get_global_id(0)], &dst[get_global_id(0)]);\n"
+    "#else\n"
     "  dst[get_global_id(0)] = src[get_global_id(0)];\n"
+    "#endif\n"
     "}\n";
 
-double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
-                      size_t bytes, char *err, size_t err_size) {
-  const size_t vectors = bytes / 16;
+const char *tool_copy_name(tool_copy_kind kind) {
+  return kind.width == 16 ? (kind.stream ? "float16 copy kernel, streaming stores"
+                                         : "float16 copy kernel")
+                          : (kind.stream ? "float4 copy kernel, streaming stores"
+                                         : "float4 copy kernel");
+}
+
+cl_kernel tool_copy_kernel(cl_context context, cl_device_id device, tool_copy_kind kind,
+                           cl_int *err) {
   const char *src = copy_source;
-  double gbps = -1.0, times[64];
-  cl_int e;
-  cl_mem a = clCreateBuffer(context, CL_MEM_READ_ONLY, vectors * 16, NULL, &e);
-  cl_mem b = e == CL_SUCCESS ? clCreateBuffer(context, CL_MEM_WRITE_ONLY, vectors * 16, NULL, &e)
-                             : NULL;
-  cl_program program = NULL;
+  char options[64];
+  snprintf(options, sizeof options, "-DWIDTH=%u -DSTREAM=%d", kind.width, kind.stream);
   cl_kernel kernel = NULL;
-  if (e == CL_SUCCESS) {
-    const cl_uchar zero = 1;
-    e = clEnqueueFillBuffer(queue, a, &zero, 1, 0, vectors * 16, 0, NULL, NULL);
-  }
-  if (e == CL_SUCCESS)
-    program = clCreateProgramWithSource(context, 1, &src, NULL, &e);
-  if (e == CL_SUCCESS)
-    e = clBuildProgram(program, 1, &device, "", NULL, NULL);
-  if (e == CL_SUCCESS)
-    kernel = clCreateKernel(program, "copy4", &e);
-  if (e == CL_SUCCESS)
-    e = clSetKernelArg(kernel, 0, sizeof a, &a);
-  if (e == CL_SUCCESS)
-    e = clSetKernelArg(kernel, 1, sizeof b, &b);
+  cl_program program = clCreateProgramWithSource(context, 1, &src, NULL, err);
+  if (*err == CL_SUCCESS)
+    *err = clBuildProgram(program, 1, &device, options, NULL, NULL);
+  if (*err == CL_SUCCESS)
+    kernel = clCreateKernel(program, "copy", err);
+  if (program)
+    clReleaseProgram(program); /* the kernel keeps it */
+  return kernel;
+}
+
+/* Median seconds of 64 timed copies from a to b after 3 untimed ones; negative with *e set on
+ * failure. */
+static double copy_seconds(cl_command_queue queue, cl_kernel kernel, cl_mem a, cl_mem b,
+                           size_t items, cl_int *e) {
+  double times[64];
   size_t runs = 0;
-  for (int i = 0; e == CL_SUCCESS && i < 3 + 64; i++) {
+  *e = clSetKernelArg(kernel, 0, sizeof a, &a);
+  if (*e == CL_SUCCESS)
+    *e = clSetKernelArg(kernel, 1, sizeof b, &b);
+  for (int i = 0; *e == CL_SUCCESS && i < 3 + 64; i++) {
     cl_event ev;
-    e = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &vectors, NULL, 0, NULL, &ev);
-    if (e != CL_SUCCESS)
+    *e = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &items, NULL, 0, NULL, &ev);
+    if (*e != CL_SUCCESS)
       break;
     const double t = tool_event_seconds(ev);
     if (i >= 3 && t > 0)
       times[runs++] = t;
   }
-  if (e == CL_SUCCESS && runs > 0)
-    gbps = 2.0 * (double)(vectors * 16) / tool_median(times, runs) / 1e9;
-  else
-    snprintf(err, err_size, "copy-bandwidth kernel failed (OpenCL error %d)", (int)e);
-  if (kernel)
-    clReleaseKernel(kernel);
-  if (program)
-    clReleaseProgram(program);
+  if (*e == CL_SUCCESS && runs == 0)
+    *e = CL_PROFILING_INFO_NOT_AVAILABLE;
+  return *e == CL_SUCCESS ? tool_median(times, runs) : -1.0;
+}
+
+double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
+                      size_t bytes, int stream, tool_copy_kind *best, char *err,
+                      size_t err_size) {
+  bytes = bytes / 64 * 64;
+  double gbps = -1.0;
+  tool_copy_kind fastest = {4, 0};
+  cl_int e;
+  cl_mem a = clCreateBuffer(context, CL_MEM_READ_ONLY, bytes, NULL, &e);
+  cl_mem b = e == CL_SUCCESS ? clCreateBuffer(context, CL_MEM_WRITE_ONLY, bytes, NULL, &e) : NULL;
+  if (e == CL_SUCCESS) {
+    const cl_uchar one = 1;
+    e = clEnqueueFillBuffer(queue, a, &one, 1, 0, bytes, 0, NULL, NULL);
+  }
+  static const tool_copy_kind kinds[] = {{4, 0}, {16, 0}, {4, 1}, {16, 1}};
+  for (size_t k = 0; e == CL_SUCCESS && k < (stream ? 4u : 2u); k++) {
+    cl_kernel kernel = tool_copy_kernel(context, device, kinds[k], &e);
+    const double s =
+        e == CL_SUCCESS ? copy_seconds(queue, kernel, a, b, bytes / (4 * kinds[k].width), &e)
+                        : -1.0;
+    if (kernel)
+      clReleaseKernel(kernel);
+    if (e != CL_SUCCESS) {
+      snprintf(err, err_size, "the copy-bandwidth kernel (%s) failed: OpenCL error %d",
+               tool_copy_name(kinds[k]), (int)e);
+      break;
+    }
+    const double g = 2.0 * (double)bytes / s / 1e9;
+    if (g > gbps) {
+      gbps = g;
+      fastest = kinds[k];
+    }
+  }
+  if (e != CL_SUCCESS)
+    gbps = -1.0;
+  if (best)
+    *best = fastest;
   if (b)
     clReleaseMemObject(b);
   if (a)

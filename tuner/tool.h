@@ -40,10 +40,30 @@ double tool_span_seconds(cl_event first, cl_event last, double *last_own);
 /* Median of n values (reorders them). */
 double tool_median(double *values, size_t n);
 
-/* The device's copy bandwidth in GB/s (bytes read + written per second): a float4 copy kernel
- * over `bytes` bytes (rounded down to 16), median of timed runs after warm-up. */
+/* A copy kernel, the yardstick of every GB/s figure: "copy(src, dst)" moves one float4 or
+ * float16 per work-item, with plain stores or streaming (non-temporal) ones, as the library's
+ * kernels use on some devices (clnorm_device_info.stream_stores). */
+typedef struct tool_copy_kind {
+  unsigned width; /* floats per work-item: 4 or 16 */
+  int stream;     /* streaming stores */
+} tool_copy_kind;
+
+/* "float4 copy kernel", "float16 copy kernel, streaming stores", ...: static text. */
+const char *tool_copy_name(tool_copy_kind kind);
+
+/* The copy kernel of `kind` built for device; NULL with *err set on failure. */
+cl_kernel tool_copy_kernel(cl_context context, cl_device_id device, tool_copy_kind kind,
+                           cl_int *err);
+
+/* The device's copy bandwidth in GB/s (bytes read + written per second): the fastest of the copy
+ * kernels over `bytes` bytes (rounded down to 64), each the median of 64 timed runs after 3
+ * untimed ones: float4 and float16 per work-item, and with `stream` (the library writes with
+ * streaming stores on this device) both again with streaming stores. The yardstick is the best
+ * copy among these, whatever the norms use. *best (may be NULL) receives the fastest kind.
+ * Negative on failure, with err set. */
 double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
-                      size_t bytes, char *err, size_t err_size);
+                      size_t bytes, int stream, tool_copy_kind *best, char *err,
+                      size_t err_size);
 
 /* Monotonic time in seconds. */
 double tool_now(void);
