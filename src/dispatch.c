@@ -392,16 +392,18 @@ static size_t launch_groups(const clnorm_ctx *ctx, const clnorm_call *call,
   return ctx->info.fixed_grid ? device_groups(ctx, v) : (call->rows + rpg - 1) / rpg;
 }
 
-/* Groups that take part in the backward kernel: with weight gradients, a persistent grid whose
- * every row slot keeps its sums, sized to fill the device and small enough that the partial
- * sums (2 * groups * rows-per-group * cols floats) stay under 256 MiB; without, one group per
- * block of rows. Never more than launch_groups(). */
+/* Groups that take part in the backward kernel: with weight gradients or on a CPU, a persistent
+ * grid whose every row slot keeps its sums, sized to fill the device and small enough that the
+ * partial sums (2 * groups * rows-per-group * cols floats) stay under 256 MiB; otherwise one
+ * group per block of rows. Never more than launch_groups(). */
 static size_t backward_groups(const clnorm_ctx *ctx, const clnorm_call *call,
                               const clnorm_variant *v) {
   const size_t rpg = v->wg / v->tpr;
   const size_t blocks = (call->rows + rpg - 1) / rpg;
   size_t groups = launch_groups(ctx, call, v);
-  if (call->dgamma || call->dbeta) {
+  /* a CPU runs a few groups at a time and pays for each one it starts (the heuristic gives it
+   * one row per group): the persistent grid whatever the call */
+  if (call->dgamma || call->dbeta || (ctx->info.type & CL_DEVICE_TYPE_CPU)) {
     const size_t full = device_groups(ctx, v);
     const size_t mem_cap = ((size_t)256 << 20) / (2 * sizeof(float) * rpg * call->cols);
     groups = groups < full ? groups : full;
