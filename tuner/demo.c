@@ -518,8 +518,8 @@ int main(int argc, char **argv) {
     printf("%-21s %10.1f %9.2f %8.2f\n", "copy", copy.median_s * 1e6, copy_gbps, 1.0);
     printf("\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by its "
            "profiling event;\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
-           "mean, rstd; copy: the fastest\nof %d copy kernels, a %s, over %zu MiB); %zu x/y pair%s "
-           "and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
+           "mean, rstd; copy: the fastest\nof %d copy kernels, here the %s, over %zu MiB);\n%zu x/y "
+           "pair%s and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
            copy.runs, WARMUP_RUNS, d.ctx->info.stream_stores ? 4 : 2, tool_copy_name(d.copy_kind),
            d.copy_bytes >> 20, d.pairs, d.pairs == 1 ? "" : "s",
            d.copy_pairs, d.copy_pairs == 1 ? "" : "s", d.cache_bytes >> 20);

@@ -396,7 +396,7 @@ static void draw_panel(FILE *f, const report *rp, const panel *pn, const point *
             "<line class=\"copy\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
             "stroke=\"#444444\" stroke-width=\"1.6\" stroke-dasharray=\"2 3\"><title>copy "
             "bandwidth %.2f GB/s "
-            "(float4 copy over %.0f MiB)</title></line>\n",
+            "(the fastest copy kernel over %.0f MiB)</title></line>\n",
             a.x0, py(&a, dev->copy_gbps), a.x0 + PLOT_W, py(&a, dev->copy_gbps), dev->copy_gbps,
             (double)dev->copy_bytes / 1048576.0);
   }
@@ -519,7 +519,7 @@ static void write_document(FILE *f, const report *rp, const panel *pn, size_t np
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
   text_at(f, MARGIN, 66, 12, "start", NULL,
           "Heuristic: the variant clnorm runs without tuning, measured in the same run. "
-          "Copy: a float4 copy kernel on the same device. Database %s, drawn %s.",
+          "Copy: the fastest of the copy kernels on the same device. Database %s, drawn %s.",
           db_path, when);
   double y = PAGE_HEAD;
   for (size_t i = 0; i < npanels;) {
