@@ -1527,14 +1527,7 @@ static void confirm(search *se, size_t h) {
   const clnorm_call call = shape_call(se->sh, 0);
   for (size_t k = 0; k < n; k++) {
     double *v = times[k];
-    const size_t m = rounds + 1;
-    for (size_t i = 1; i < m; i++) /* m <= 3: insertion sort */
-      for (size_t j = i; j > 0 && v[j] < v[j - 1]; j--) {
-        const double t = v[j];
-        v[j] = v[j - 1];
-        v[j - 1] = t;
-      }
-    const double median = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    const double median = tool_median(v, rounds + 1); /* sorts v: v[0] is the fastest */
     clnorm_result r, stored;
     int found = 0;
     result_key(se, &se->c[pick[k]].v, &r);
