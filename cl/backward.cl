@@ -113,6 +113,10 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       continue;
 
     __global stype *dxr = dx + dx_off + r * dx_stride;
+    /* this slot's next row: `parts` rows further on (the persistent grid) */
+    const bool more = r + parts < rows;
+    __global const stype *xn = NEXT_ROW(xr, parts * x_stride, more, cols);
+    __global const stype *dyn = NEXT_ROW(dyr, parts * dy_stride, more, cols);
     /* Every element is read (when not held) before it is written, by the same work-item: dx
      * may be dy or x. */
     FOR_VECS(i, k, nvec) {
@@ -125,6 +129,8 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
 #endif
       const floatv xhat = (xv - mean) * rstd;
       const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+      PREFETCH_V(xn, i);
+      PREFETCH_V(dyn, i);
       STOREV(dxr, i, rstd * (g - c2 - xhat * c1));
       if (want_w) {
 #if HOLD > 0
@@ -156,11 +162,42 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
 #endif
 }
 
-/* dgamma and dbeta: column c is the sum of the `parts` partial rows in order 0, 1, ... */
+/* dgamma and dbeta: column c is the sum of the `parts` partial rows in order 0, 1, ... Each
+ * work-item takes RVEC adjacent columns (RVEC: 1 on GPUs, where adjacent work-items read adjacent
+ * floats; 16 on CPUs, one 64-byte line per partial row and one vector add). */
+#ifndef RVEC
+#define RVEC 1
+#endif
+#if RVEC == 1
+typedef float floatr;
+#define RLOAD(p, i) ((p)[(i)])
+#define RGET(v, j) (v)
+#elif RVEC == 16
+typedef float16 floatr;
+#define RLOAD(p, i) vload16((i), (p))
+#define RGET(v, j) ((float *)&(v))[(j)]
+#else
+#error "RVEC must be 1 or 16"
+#endif
 __kernel void bwd_reduce(__global const float *partial, const uint parts, const uint cols,
                          __global stype *dgamma, __global stype *dbeta, const uint flags) {
   __global const float *pb = partial + (ulong)parts * cols;
-  for (uint c = get_global_id(0); c < cols; c += get_global_size(0)) {
+  const uint chunks = cols / RVEC;
+  for (uint c = get_global_id(0); c < chunks; c += get_global_size(0)) {
+    floatr g = 0.0f, b = 0.0f;
+    for (uint p = 0; p < parts; p++) {
+      g += RLOAD(partial + (ulong)p * cols, c);
+      b += RLOAD(pb + (ulong)p * cols, c);
+    }
+    for (uint j = 0; j < RVEC; j++) {
+      if (flags & HAS_DGAMMA)
+        STORE1(dgamma, c * RVEC + j, RGET(g, j));
+      if (flags & HAS_DBETA)
+        STORE1(dbeta, c * RVEC + j, RGET(b, j));
+    }
+  }
+  /* the columns past the last whole chunk, one per work-item */
+  for (uint c = chunks * RVEC + get_global_id(0); c < cols; c += get_global_size(0)) {
     float g = 0.0f, b = 0.0f;
     for (uint p = 0; p < parts; p++) {
       g += partial[(ulong)p * cols + c];

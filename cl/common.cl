@@ -22,6 +22,9 @@
 #ifndef DTYPE /* storage type of the rows, gamma and beta: 0 float, 1 half, 2 bfloat16 */
 #define DTYPE 0
 #endif
+#ifndef PREFETCH /* 1: prefetch the next row during the output loop (CPU devices, clang) */
+#define PREFETCH 0
+#endif
 #ifndef ADD /* 1: the row is x + residual (rounded to the storage type) */
 #define ADD 0
 #endif
@@ -79,6 +82,28 @@ typedef ushort16 ushortv;
 #define PUT(p, v) (*(p) = (v))
 #endif
 
+/* NEXT_ROW(p, stride, ok, n): with PREFETCH (PoCL's CPU device, one work-item per row) the row
+ * after p when ok says it is one of the call's and its n elements are at most 128 KiB, else NULL.
+ * PREFETCH_V(p, i): a hint to bring vector i of the row at p into the L2 cache, where p is not
+ * NULL. The output loop of a row prefetches the row its work-item takes next, so that reading
+ * the next row from memory overlaps writing this one: without it a core reads, then writes, and
+ * waits at the start of every row for the hardware prefetcher to pick up the new stream. Rows
+ * of 256 KiB ran slower with it (docs/DEVICES.md), so longer rows are left to the hardware.
+ * The address goes through an integer because clang's builtin takes a generic pointer; a CPU
+ * device has one address space, and an x86 prefetch never faults. */
+#if PREFETCH && TPR == 1
+#define NEXT_ROW(p, stride, ok, n)                                                                 \
+  ((ok) && (size_t)(n) * sizeof(stype) <= 131072 ? (p) + (stride) : 0)
+#define PREFETCH_V(p, i)                                                                           \
+  do {                                                                                             \
+    if (p)                                                                                         \
+      __builtin_prefetch((const void *)(size_t)((p) + (size_t)(i) * VEC), 0, 2);                   \
+  } while (0)
+#else
+#define NEXT_ROW(p, stride, ok, n) ((__global const stype *)0)
+#define PREFETCH_V(p, i) ((void)(p))
+#endif
+
 /* Storage types. Rows, gamma and beta are `stype` in global memory and floats in registers:
  * loads convert to float, stores round to nearest even (NaN stays NaN). half is used only
  * through vload_half/vstore_half, which are core OpenCL (no cl_khr_fp16 needed). */
@@ -128,9 +153,24 @@ typedef half stype;
     r = fabs(r) > 65504.0f ? copysign((T)INFINITY, (v)) : r;                                       \
     return isnan(v) ? (v) : r;                                                                     \
   }
+#if STREAM
+/* PoCL's CPU device: the same rounding through the hardware's conversions (F16C on x86), one
+ * instruction each way where HALF_ROUND takes a dozen; the fused add rounds in every pass. */
+inline float round1(float v) {
+  ushort b;
+  vstore_half_rte(v, 0, (__private half *)&b);
+  return vload_half(0, (__private const half *)&b);
+}
+inline floatv roundv(floatv v) {
+  ushortv b;
+  VSTORE_HALF(v, 0, (__private half *)&b);
+  return LOADV((__private const half *)&b, 0);
+}
+#else
 inline float round1(float v) HALF_ROUND(float, uint, as_uint, as_float, v)
 inline floatv roundv(floatv v)
     HALF_ROUND(floatv, uintv, CAT(as_uint, VSUFFIX), CAT(as_float, VSUFFIX), v)
+#endif
 #define ROUND1(v) round1(v)
 #define ROUNDV(v) roundv(v)
 #elif DTYPE == 2

@@ -57,6 +57,11 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     if (lane == 0 && (flags & HAS_RSTD))
       rstd_out[r] = rstd;
     __global stype *yr = y + y_off + r * y_stride;
+    /* the row this work-item takes next (PoCL runs a group's work-items in order) */
+    __global const stype *xn = NEXT_ROW(xr, x_stride, r + 1 < rows, cols);
+#if ADD
+    __global const stype *rn = NEXT_ROW(rr, r_stride, r + 1 < rows, cols);
+#endif
 #if ADD
     __global stype *sr = sum_out + s_off + r * s_stride;
     const bool has_sum = (flags & HAS_SUM) != 0;
@@ -72,7 +77,9 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #if ADD
       if (has_sum)
         STOREV(sr, i, h);
+      PREFETCH_V(rn, i);
 #endif
+      PREFETCH_V(xn, i);
       STOREV(yr, i, o);
     }
     for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {

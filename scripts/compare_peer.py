@@ -107,7 +107,8 @@ def main():
     copy = header.get("copy_gbps", results[0].get("copy_gbps"))
     print(f"## clnorm vs PyTorch on {device}")
     print()
-    print(f"copy bandwidth {fmt(copy, '.1f')} GB/s (normtune's float4 copy kernel, same run). "
+    kernel = header.get("copy_kernel", "normtune's copy kernel")
+    print(f"copy bandwidth {fmt(copy, '.1f')} GB/s ({kernel}, same run). "
           "GB/s: clnorm's byte count for every column (each input read once, each output "
           "written once); vs eager / vs compile: PyTorch's kernel time over clnorm's "
           "(above 1: clnorm faster). check: clnorm's output against the float64 reference.")

@@ -70,6 +70,11 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   const char *stream = getenv("CLNORM_STREAM_STORES");
   if (stream && (strcmp(stream, "0") == 0 || strcmp(stream, "1") == 0))
     info->stream_stores = stream[0] == '1';
+  info->prefetch = (info->type & CL_DEVICE_TYPE_CPU) != 0 &&
+                   strcmp(info->platform, "Portable Computing Language") == 0;
+  const char *prefetch = getenv("CLNORM_PREFETCH");
+  if (prefetch && (strcmp(prefetch, "0") == 0 || strcmp(prefetch, "1") == 0))
+    info->prefetch = prefetch[0] == '1';
   return CLNORM_OK;
 }
 

@@ -463,12 +463,17 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
         st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
     }
     if (st == CLNORM_OK) {
-      /* 64 columns per group; a fixed grid takes 64 groups per compute unit and strides. */
-      const size_t local = 64;
+      /* A work-item per chunk of clnorm__reduce_vec() columns (and the columns past the last
+       * whole chunk); 64 work-items per group on a GPU, 4 on a CPU, which pays for every group
+       * it starts and runs each as a loop. A fixed grid takes 64 groups per compute unit and
+       * strides. */
+      const size_t rvec = clnorm__reduce_vec(&ctx->info);
+      const size_t local = rvec > 1 ? 4 : 64;
+      const size_t items = call->cols / rvec > 0 ? call->cols / rvec : 1;
       const size_t global =
           ctx->info.fixed_grid
-              ? (size_t)64 * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
-              : (call->cols + local - 1) / local * local;
+              ? local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
+              : (items + local - 1) / local * local;
       err = launch(ctx, prog, queue, reduce_k, global, local <= ctx->info.max_wg ? &local : NULL, 1,
                    &main_done, event);
       if (err != CL_SUCCESS) {

@@ -32,7 +32,17 @@ typedef struct clnorm_device_info {
    * __builtin_nontemporal_store (docs/DEVICES.md: 1.3-1.5x on the 2-core PoCL 3 of the
    * development machine). CLNORM_STREAM_STORES=0/1 overrides. */
   int stream_stores;
+  /* Prefetch the row a work-item takes next while it writes the current one (one work-item per
+   * row only): PoCL's CPU device, where reads and writes of a core otherwise take turns
+   * (docs/DEVICES.md). CLNORM_PREFETCH=0/1 overrides. */
+  int prefetch;
 } clnorm_device_info;
+
+/* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
+ * vector add), 1 on GPUs (adjacent work-items read adjacent floats). */
+static inline unsigned clnorm__reduce_vec(const clnorm_device_info *info) {
+  return (info->type & CL_DEVICE_TYPE_CPU) ? 16u : 1u;
+}
 
 /* A built program and its kernel objects. A cl_kernel's arguments are not thread-safe, so a
  * call takes a kernel from the free list, sets its arguments, enqueues and puts it back. */
