@@ -94,9 +94,11 @@ typedef ushort16 ushortv;
 #if PREFETCH && TPR == 1
 #define NEXT_ROW(p, stride, ok, n)                                                                 \
   ((ok) && (size_t)(n) * sizeof(stype) <= 131072 ? (p) + (stride) : 0)
+/* one prefetch per 64-byte line: every vector at 64 bytes or more, every k-th below */
+#define PREFETCH_EVERY (VEC * sizeof(stype) >= 64 ? 1 : 64 / (VEC * sizeof(stype)))
 #define PREFETCH_V(p, i)                                                                           \
   do {                                                                                             \
-    if (p)                                                                                         \
+    if ((p) && (i) % PREFETCH_EVERY == 0)                                                          \
       __builtin_prefetch((const void *)(size_t)((p) + (size_t)(i) * VEC), 0, 2);                   \
   } while (0)
 #else
@@ -117,6 +119,36 @@ typedef float stype;
 #define ROUNDV(v) (v)
 #elif DTYPE == 1
 typedef half stype;
+#if STREAM
+/* PoCL's CPU device: PoCL's scalar half conversions are software routines (about 40 cycles an
+ * element on x86; docs/DEVICES.md), its 4-wide and wider ones the hardware's (F16C). Single
+ * elements go through the 4-wide ones; outputs are rounded into a register, then written with
+ * one streaming store of the bits. */
+inline float half_load1(__global const half *p, size_t i) {
+  const ushort4 b = (ushort4)(((__global const ushort *)p)[i], 0, 0, 0);
+  return vloada_half4(0, (__private const half *)&b).s0;
+}
+inline ushort half_bits1(float v) {
+  ushort4 b;
+  vstorea_half4_rte((float4)(v), 0, (__private half *)&b);
+  return b.s0;
+}
+#define LOAD1(p, i) half_load1((p), (i))
+#define STORE1(p, i, v) PUT(&((__global ushort *)(p))[(i)], half_bits1(v))
+#if VEC == 1
+#define LOADV(p, i) LOAD1((p), (i))
+#define STOREV(p, i, v) STORE1((p), (i), (v))
+#else /* the host keeps every row start aligned to VEC elements */
+#define LOADV(p, i) CAT(vloada_half, VEC)((i), (p))
+#define VSTORE_HALF(v, i, p) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
+#define STOREV(p, i, v)                                                                            \
+  do {                                                                                             \
+    ushortv bits_;                                                                                 \
+    VSTORE_HALF((v), 0, (__private half *)&bits_);                                                 \
+    PUT(&((__global ushortv *)(p))[(i)], bits_);                                                   \
+  } while (0)
+#endif
+#else
 #define LOAD1(p, i) vload_half((i), (p))
 #if VEC == 1
 #define LOADV(p, i) vload_half((i), (p))
@@ -125,20 +157,6 @@ typedef half stype;
 #define LOADV(p, i) CAT(vloada_half, VEC)((i), (p))
 #define VSTORE_HALF(v, i, p) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
 #endif
-#if STREAM /* rounded into a register, then one streaming store of the bits */
-#define STORE1(p, i, v)                                                                            \
-  do {                                                                                             \
-    ushort bits_;                                                                                  \
-    vstore_half_rte((v), 0, (__private half *)&bits_);                                             \
-    PUT(&((__global ushort *)(p))[(i)], bits_);                                                    \
-  } while (0)
-#define STOREV(p, i, v)                                                                            \
-  do {                                                                                             \
-    ushortv bits_;                                                                                 \
-    VSTORE_HALF((v), 0, (__private half *)&bits_);                                                 \
-    PUT(&((__global ushortv *)(p))[(i)], bits_);                                                   \
-  } while (0)
-#else
 #define STORE1(p, i, v) vstore_half_rte((v), (i), (p))
 #define STOREV(p, i, v) VSTORE_HALF((v), (i), (p))
 #endif
@@ -155,17 +173,22 @@ typedef half stype;
   }
 #if STREAM
 /* PoCL's CPU device: the same rounding through the hardware's conversions (F16C on x86), one
- * instruction each way where HALF_ROUND takes a dozen; the fused add rounds in every pass. */
+ * instruction each way where HALF_ROUND takes a dozen; the fused add rounds in every pass.
+ * Single elements through the 4-wide conversions, as above. */
 inline float round1(float v) {
-  ushort b;
-  vstore_half_rte(v, 0, (__private half *)&b);
-  return vload_half(0, (__private const half *)&b);
+  ushort4 b;
+  vstorea_half4_rte((float4)(v), 0, (__private half *)&b);
+  return vloada_half4(0, (__private const half *)&b).s0;
 }
+#if VEC == 1
+inline floatv roundv(floatv v) { return round1(v); }
+#else
 inline floatv roundv(floatv v) {
   ushortv b;
   VSTORE_HALF(v, 0, (__private half *)&b);
   return LOADV((__private const half *)&b, 0);
 }
+#endif
 #else
 inline float round1(float v) HALF_ROUND(float, uint, as_uint, as_float, v)
 inline floatv roundv(floatv v)
