@@ -124,9 +124,12 @@ typedef half stype;
  * element on x86; docs/DEVICES.md), its 4-wide and wider ones the hardware's (F16C). Single
  * elements go through the 4-wide ones; outputs are rounded into a register, then written with
  * one streaming store of the bits. */
-inline float half_load1(__global const half *p, size_t i) {
-  const ushort4 b = (ushort4)(((__global const ushort *)p)[i], 0, 0, 0);
+inline float half_from_bits1(ushort bits) {
+  const ushort4 b = (ushort4)(bits, 0, 0, 0);
   return vloada_half4(0, (__private const half *)&b).s0;
+}
+inline float half_load1(__global const half *p, size_t i) {
+  return half_from_bits1(((__global const ushort *)p)[i]);
 }
 inline ushort half_bits1(float v) {
   ushort4 b;
@@ -175,11 +178,7 @@ inline ushort half_bits1(float v) {
 /* PoCL's CPU device: the same rounding through the hardware's conversions (F16C on x86), one
  * instruction each way where HALF_ROUND takes a dozen; the fused add rounds in every pass.
  * Single elements through the 4-wide conversions, as above. */
-inline float round1(float v) {
-  ushort4 b;
-  vstorea_half4_rte((float4)(v), 0, (__private half *)&b);
-  return vloada_half4(0, (__private const half *)&b).s0;
-}
+inline float round1(float v) { return half_from_bits1(half_bits1(v)); }
 #if VEC == 1
 inline floatv roundv(floatv v) { return round1(v); }
 #else

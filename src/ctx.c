@@ -22,6 +22,12 @@ static int pocl_before_6(const char *platform_version) {
   return major > 0 && major < 6;
 }
 
+/* `dflt`, unless the environment variable `name` is "0" or "1". */
+static int env_switch(const char *name, int dflt) {
+  const char *v = getenv(name);
+  return v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) ? v[0] == '1' : dflt;
+}
+
 static clnorm_status read_device_info(clnorm_ctx *ctx) {
   clnorm_device_info *info = &ctx->info;
   cl_platform_id platform;
@@ -61,20 +67,12 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   CHECK_CL(ctx, clGetPlatformInfo(platform, CL_PLATFORM_VERSION, sizeof platform_version,
                                   platform_version, NULL));
   platform_version[sizeof platform_version - 1] = '\0';
-  info->fixed_grid = pocl_before_6(platform_version);
-  const char *fixed = getenv("CLNORM_FIXED_GRID");
-  if (fixed && (strcmp(fixed, "0") == 0 || strcmp(fixed, "1") == 0))
-    info->fixed_grid = fixed[0] == '1';
-  info->stream_stores = (info->type & CL_DEVICE_TYPE_CPU) != 0 &&
-                        strcmp(info->platform, "Portable Computing Language") == 0;
-  const char *stream = getenv("CLNORM_STREAM_STORES");
-  if (stream && (strcmp(stream, "0") == 0 || strcmp(stream, "1") == 0))
-    info->stream_stores = stream[0] == '1';
-  info->prefetch = (info->type & CL_DEVICE_TYPE_CPU) != 0 &&
-                   strcmp(info->platform, "Portable Computing Language") == 0;
-  const char *prefetch = getenv("CLNORM_PREFETCH");
-  if (prefetch && (strcmp(prefetch, "0") == 0 || strcmp(prefetch, "1") == 0))
-    info->prefetch = prefetch[0] == '1';
+  info->fixed_grid = env_switch("CLNORM_FIXED_GRID", pocl_before_6(platform_version));
+  /* PoCL's CPU device: streaming stores and next-row prefetches (docs/DEVICES.md) */
+  const int pocl_cpu = (info->type & CL_DEVICE_TYPE_CPU) != 0 &&
+                       strcmp(info->platform, "Portable Computing Language") == 0;
+  info->stream_stores = env_switch("CLNORM_STREAM_STORES", pocl_cpu);
+  info->prefetch = env_switch("CLNORM_PREFETCH", pocl_cpu);
   return CLNORM_OK;
 }
 
