@@ -118,31 +118,39 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     __global const stype *xn = NEXT_ROW(xr, parts * x_stride, more, cols);
     __global const stype *dyn = NEXT_ROW(dyr, parts * dy_stride, more, cols);
     /* Every element is read (when not held) before it is written, by the same work-item: dx
-     * may be dy or x. */
-    FOR_VECS(i, k, nvec) {
+     * may be dy or x. The vectors start `head` elements in (OUT_HEAD, 0 for a held row); the
+     * elements before them and after them go one by one. */
+    const uint head = OUT_HEAD(dxr, ncols);
+    const uint nvo = (ncols - head) / VEC;
+    __global const stype *const xo = xr + head;
+    __global const stype *const dyo = dyr + head;
+    __global const stype *const go = gamma + head;
+    __global stype *const dxo = dxr + head;
+    FOR_VECS(i, k, nvo) {
 #if HOLD > 0
       const floatv xv = held[k];
       const floatv dv = held_dy[k];
 #else
-      const floatv xv = LOADV(xr, i);
-      const floatv dv = LOADV(dyr, i);
+      const floatv xv = LOADV(xo, i);
+      const floatv dv = LOADV(dyo, i);
 #endif
       const floatv xhat = (xv - mean) * rstd;
-      const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+      const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
       PREFETCH_V(xn, i);
       PREFETCH_V(dyn, i);
-      STOREV(dxr, i, rstd * (g - c2 - xhat * c1));
+      STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
       if (want_w) {
 #if HOLD > 0
         acc_g[k] += dv * xhat;
         acc_b[k] += dv;
 #else
-        PSTORE(pg, i, PLOAD(pg, i) + dv * xhat);
-        PSTORE(pb, i, PLOAD(pb, i) + dv);
+        PSTORE(pg + head, i, PLOAD(pg + head, i) + dv * xhat);
+        PSTORE(pb + head, i, PLOAD(pb + head, i) + dv);
 #endif
       }
     }
-    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+    for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
+      const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
       const float dv = LOAD1(dyr, i);
       const float xhat = (LOAD1(xr, i) - mean) * rstd;
       const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;

@@ -28,6 +28,9 @@
 #ifndef ADD /* 1: the row is x + residual (rounded to the storage type) */
 #define ADD 0
 #endif
+#ifndef UNALIGNED /* 1: row starts need only the element's alignment (CPU devices) */
+#define UNALIGNED 0
+#endif
 
 #define RPG (WG / TPR) /* rows per work-group */
 
@@ -82,6 +85,33 @@ typedef ushort16 ushortv;
 #define PUT(p, v) (*(p) = (v))
 #endif
 
+/* UNALIGNED (CPU devices, where a vector load or store at any address costs what an aligned one
+ * does): the host keeps the vector width whatever the row starts are, and vectors move through
+ * vloadN/vstoreN, which need only the element's alignment, instead of through vector pointers.
+ * A streaming store needs the vector's own alignment (x86's movntps faults without it), so with
+ * STREAM a row whose start is not aligned is written with plain stores. VLOAD(T, p, i): vector i
+ * of the row at p (T: the vector pointer type); VPUT(VT, p, i, v): v (a VT) stored as vector i,
+ * streaming where p is aligned (the test is the same for the whole row; the compiler hoists it
+ * out of the loop). */
+#define V_ALIGNED(p) (((size_t)(p) & (VEC * sizeof(*(p)) - 1)) == 0)
+#if UNALIGNED && VEC > 1
+#define VLOAD(T, p, i) CAT(vload, VEC)((i), (p))
+#if STREAM
+#define VPUT(VT, p, i, v)                                                                          \
+  do {                                                                                             \
+    if (V_ALIGNED(p))                                                                              \
+      PUT(&((__global VT *)(p))[(i)], (v));                                                        \
+    else                                                                                           \
+      CAT(vstore, VEC)((v), (i), (p));                                                             \
+  } while (0)
+#else
+#define VPUT(VT, p, i, v) CAT(vstore, VEC)((v), (i), (p))
+#endif
+#else /* the host keeps every row start aligned to VEC elements */
+#define VLOAD(T, p, i) (((T)(p))[(i)])
+#define VPUT(VT, p, i, v) PUT(&((__global VT *)(p))[(i)], (v))
+#endif
+
 /* NEXT_ROW(p, stride, ok, n): with PREFETCH (PoCL's CPU device, one work-item per row) the row
  * after p when ok says it is one of the call's and its n elements are at most 128 KiB, else NULL.
  * PREFETCH_V(p, i): a hint to bring vector i of the row at p into the L2 cache, where p is not
@@ -113,8 +143,8 @@ typedef ushort16 ushortv;
 typedef float stype;
 #define LOAD1(p, i) ((p)[(i)])
 #define STORE1(p, i, v) PUT(&(p)[(i)], (v))
-#define LOADV(p, i) (((__global const floatv *)(p))[(i)])
-#define STOREV(p, i, v) PUT(&((__global floatv *)(p))[(i)], (v))
+#define LOADV(p, i) VLOAD(__global const floatv *, (p), (i))
+#define STOREV(p, i, v) VPUT(floatv, (p), (i), (v))
 #define ROUND1(v) (v)
 #define ROUNDV(v) (v)
 #elif DTYPE == 1
@@ -141,14 +171,19 @@ inline ushort half_bits1(float v) {
 #if VEC == 1
 #define LOADV(p, i) LOAD1((p), (i))
 #define STOREV(p, i, v) STORE1((p), (i), (v))
+#else
+#if UNALIGNED
+#define LOADV(p, i) CAT(vload_half, VEC)((i), (p))
 #else /* the host keeps every row start aligned to VEC elements */
 #define LOADV(p, i) CAT(vloada_half, VEC)((i), (p))
+#endif
+/* into a register (private, aligned), then its bits to memory */
 #define VSTORE_HALF(v, i, p) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
 #define STOREV(p, i, v)                                                                            \
   do {                                                                                             \
     ushortv bits_;                                                                                 \
     VSTORE_HALF((v), 0, (__private half *)&bits_);                                                 \
-    PUT(&((__global ushortv *)(p))[(i)], bits_);                                                   \
+    VPUT(ushortv, (__global ushort *)(p), (i), bits_);                                             \
   } while (0)
 #endif
 #else
@@ -156,6 +191,9 @@ inline ushort half_bits1(float v) {
 #if VEC == 1
 #define LOADV(p, i) vload_half((i), (p))
 #define VSTORE_HALF(v, i, p) vstore_half_rte((v), (i), (p))
+#elif UNALIGNED
+#define LOADV(p, i) CAT(vload_half, VEC)((i), (p))
+#define VSTORE_HALF(v, i, p) CAT(CAT(vstore_half, VEC), _rte)((v), (i), (p))
 #else /* the host keeps every row start aligned to VEC elements */
 #define LOADV(p, i) CAT(vloada_half, VEC)((i), (p))
 #define VSTORE_HALF(v, i, p) CAT(CAT(vstorea_half, VEC), _rte)((v), (i), (p))
@@ -209,9 +247,10 @@ inline uintv bf16_bitsv(floatv v) BF16_BITS(floatv, uintv, CAT(as_uint, VSUFFIX)
 #define LOAD1(p, i) as_float((uint)(p)[(i)] << 16)
 #define STORE1(p, i, v) PUT(&(p)[(i)], (ushort)(bf16_bits1(v) >> 16))
 #define LOADV(p, i)                                                                                \
-  CAT(as_float, VSUFFIX)(CAT(convert_uint, VSUFFIX)(((__global const ushortv *)(p))[(i)]) << 16)
+  CAT(as_float, VSUFFIX)                                                                           \
+  (CAT(convert_uint, VSUFFIX)(VLOAD(__global const ushortv *, (p), (i))) << 16)
 #define STOREV(p, i, v)                                                                            \
-  PUT(&((__global ushortv *)(p))[(i)], CAT(convert_ushort, VSUFFIX)(bf16_bitsv(v) >> 16))
+  VPUT(ushortv, (p), (i), CAT(convert_ushort, VSUFFIX)(bf16_bitsv(v) >> 16))
 #define ROUND1(v) as_float(bf16_bits1(v))
 #define ROUNDV(v) CAT(as_float, VSUFFIX)(bf16_bitsv(v))
 #else
@@ -402,12 +441,13 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
  * and `rr` point at element 0 of the row and are VEC-aligned (the host narrows VEC until every
  * row start is). */
 #if ADD
-#define SRCV(i) ROUNDV(LOADV(xr, (i)) + LOADV(rr, (i)))
+#define SRCV_AT(xp, rp, i) ROUNDV(LOADV((xp), (i)) + LOADV((rp), (i)))
 #define SRC1(i) ROUND1(LOAD1(xr, (i)) + LOAD1(rr, (i)))
 #else
-#define SRCV(i) LOADV(xr, (i))
+#define SRCV_AT(xp, rp, i) LOADV((xp), (i))
 #define SRC1(i) LOAD1(xr, (i))
 #endif
+#define SRCV(i) SRCV_AT(xr, rr, (i))
 
 /* Iteration over the work-item's vectors of the row: i is the vector index in the row, k the
  * slot in private memory when the row is held. */
@@ -418,11 +458,25 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #define HELD_DECL floatv held[HOLD]
 #define HELD_PUT(k, v) (held[(k)] = (v))
 #define HELD_GET(i, k) (held[(k)])
+#define HELD_GET_AT(xp, rp, i, k) (held[(k)])
 #else
 #define FOR_VECS(i, k, nv) for (uint i = lane, k = 0; i < (nv); i += TPR, k++)
 #define HELD_DECL
 #define HELD_PUT(k, v) ((void)(k))
 #define HELD_GET(i, k) SRCV(i)
+#define HELD_GET_AT(xp, rp, i, k) SRCV_AT((xp), (rp), (i))
+#endif
+
+/* OUT_HEAD(p, n): where the output loop of a row starts its vectors, in elements from the row's
+ * start p (n elements). With UNALIGNED and STREAM (a CPU, one work-item per row, the row not
+ * held) the first element at which p is aligned to a vector, so that the output vectors stream
+ * (VPUT) whatever the row's alignment; the elements before it are written one by one, and the
+ * inputs are read at any alignment (vloadN). 0 everywhere else: the host aligns the rows. */
+#if UNALIGNED && STREAM && TPR == 1 && HOLD == 0 && VEC > 1
+#define OUT_HEAD(p, n)                                                                             \
+  min((uint)(n), (uint)((VEC - ((size_t)(p) / sizeof(*(p))) % VEC) % VEC))
+#else
+#define OUT_HEAD(p, n) 0u
 #endif
 
 /* out = the sum over the work-item's vectors of the row (i = lane, lane + TPR, ...) of TERM(i),

@@ -68,21 +68,32 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #endif
     const bool has_gamma = (flags & HAS_GAMMA) != 0;
     /* Every element is read (when not held) before it is written, by the same work-item: y and
-     * sum_out may be x or the residual. */
-    FOR_VECS(i, k, nvec) {
-      const floatv h = HELD_GET(i, k);
+     * sum_out may be x or the residual. The vectors start `head` elements in (OUT_HEAD); the
+     * elements before them and after them go one by one. */
+    const uint head = OUT_HEAD(yr, ncols);
+    const uint nvo = (ncols - head) / VEC;
+    __global const stype *const xo = xr + head;
+    __global const stype *const go = gamma + head;
+    __global stype *const yo = yr + head;
+#if ADD
+    __global const stype *const ro = rr + head;
+    __global stype *const so = sr + head;
+#endif
+    FOR_VECS(i, k, nvo) {
+      const floatv h = HELD_GET_AT(xo, ro, i, k);
       floatv o = h * rstd;
       if (has_gamma)
-        o *= LOADV(gamma, i);
+        o *= LOADV(go, i);
 #if ADD
       if (has_sum)
-        STOREV(sr, i, h);
+        STOREV(so, i, h);
       PREFETCH_V(rn, i);
 #endif
       PREFETCH_V(xn, i);
-      STOREV(yr, i, o);
+      STOREV(yo, i, o);
     }
-    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+    for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
+      const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
       const float h = SRC1(i);
       float o = h * rstd;
       if (has_gamma)

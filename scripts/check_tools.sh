@@ -103,7 +103,7 @@ tsan() {
 
 valgrind_step() {
   build "$dir/plain" "" || return 1
-  local rc=0 t="$dir/plain/tests"
+  local rc=0 t="$dir/plain/tests" failed=()
   # name: command. Short runs: memcheck is some 30 times slower, PoCL's kernel compiler included
   # (test_threads' 1600 calls would take over 10 minutes: ThreadSanitizer covers it).
   local -a cases=(
@@ -125,10 +125,25 @@ valgrind_step() {
       echo "  valgrind $name: clean ($((SECONDS - start)) s)"
     else
       echo "  valgrind $name: FAIL (exit status $r, 99: memcheck errors)"
-      echo "$out" | grep -E '^==[0-9]+==' | head -n 150
+      echo "$out" >"$dir/valgrind-$name.log"
       echo "$out" | grep -v -E '^==[0-9]+==' | tail -n 10
+      failed+=("$name")
       rc=1
     fi
+  done
+  # Last, so that the end of a CI log (often all one gets to see of it) shows it: each error of
+  # each failed case, its first line and top frames (the whole report: $dir/valgrind-NAME.log).
+  for name in "${failed[@]}"; do
+    echo "  valgrind $name: the errors (first 14 lines of each, at most 12 errors; all of them in" \
+         "$dir/valgrind-$name.log)"
+    awk '/ERROR SUMMARY|definitely lost:|indirectly lost:|possibly lost:/ { print; next }
+         /^==[0-9]+== *$/ { if (n) { blocks++ }; n = 0; next }
+         /^==[0-9]+==/ && blocks < 40 {
+           if (n == 0 && ($0 ~ /(Invalid|uninitialised|Conditional|Mismatched|lost in loss|Syscall|overlap|free)/)) { shown++; keep = shown <= 12 }
+           else if (n == 0) keep = 0
+           if (keep && n < 14) print
+           n++ }' \
+      "$dir/valgrind-$name.log"
   done
   return $rc
 }

@@ -111,11 +111,12 @@ const char *clnorm_choice_string(clnorm_choice why) {
   return "unknown";
 }
 
-/* The variant as this call runs it: the vector width narrowed to the call's alignment, with the
- * row's private-memory budget (hold * vec floats) kept. */
-static clnorm_variant effective(const clnorm_call *call, const clnorm_variant *v) {
+/* The variant as this call runs it: the vector width narrowed to what the call can run
+ * (clnorm__call_vec), with the row's private-memory budget (hold * vec floats) kept. */
+static clnorm_variant effective(const clnorm_device_info *info, const clnorm_call *call,
+                                const clnorm_variant *v) {
   clnorm_variant e = *v;
-  e.vec = clnorm__call_vec(call, v->vec);
+  e.vec = clnorm__call_vec(info, call, v->vec);
   e.hold = v->hold * (v->vec / e.vec);
   return e;
 }
@@ -129,7 +130,7 @@ static clnorm_status usable(clnorm_ctx *ctx, const clnorm_call *call, const clno
     return clnorm__fail(ctx, CLNORM_E_UNSUPPORTED, "variant %s cannot run on %s: %s", text,
                         ctx->info.name, why);
   }
-  *eff = effective(call, v);
+  *eff = effective(&ctx->info, call, v);
   if (!clnorm__variant_call_ok(eff, call->cols, why, sizeof why)) {
     clnorm_variant_format(eff, text, sizeof text);
     return clnorm__fail(ctx, CLNORM_E_UNSUPPORTED, "variant %s cannot run cols=%zu: %s", text,

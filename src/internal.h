@@ -36,6 +36,12 @@ typedef struct clnorm_device_info {
    * row only): PoCL's CPU device, where reads and writes of a core otherwise take turns
    * (docs/DEVICES.md). CLNORM_PREFETCH=0/1 overrides. */
   int prefetch;
+  /* Vectors load and store at any element address (vloadN/vstoreN, -DUNALIGNED): a call keeps its
+   * variant's vector width whatever its offsets and strides (odd cols included), where otherwise
+   * the width narrows to their alignment, down to scalar code. CPU devices, where an unaligned
+   * vector access costs what an aligned one does (docs/DEVICES.md). CLNORM_UNALIGNED=0/1
+   * overrides. */
+  int unaligned;
 } clnorm_device_info;
 
 /* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
@@ -181,7 +187,7 @@ size_t clnorm__dtype_size(clnorm_dtype dtype);
 int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
                               const clnorm_variant *v, char *why, size_t why_size);
 int clnorm__variant_call_ok(const clnorm_variant *v, size_t cols, char *why, size_t why_size);
-unsigned clnorm__call_vec(const clnorm_call *call, unsigned vec);
+unsigned clnorm__call_vec(const clnorm_device_info *info, const clnorm_call *call, unsigned vec);
 void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
                        clnorm_variant *out);
 unsigned clnorm__row_class(size_t rows);

@@ -120,9 +120,15 @@ size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm
   return n;
 }
 
-/* The widest vector width <= vec at which every row start of every matrix of the call is
- * aligned. */
-unsigned clnorm__call_vec(const clnorm_call *call, unsigned vec) {
+/* The widest vector width <= vec that the call can run: at most cols, and where the device's
+ * kernels need aligned row starts (info->unaligned off), one at which every row start of every
+ * matrix of the call is aligned. */
+unsigned clnorm__call_vec(const clnorm_device_info *info, const clnorm_call *call, unsigned vec) {
+  if (info->unaligned) {
+    while (vec > 1 && vec > call->cols)
+      vec >>= 1;
+    return vec;
+  }
   const clnorm_rows *m[5] = {&call->x, &call->y, &call->residual, &call->sum_out, &call->dy};
   size_t bits = 0;
   for (int i = 0; i < 5; i++) {
@@ -192,7 +198,7 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     /* 16-byte loads: 4 floats or 8 halves */
     const unsigned want = call->dtype == CLNORM_F32 ? 4 : 8;
     v.vec = want;
-    const unsigned vec = clnorm__call_vec(call, want);
+    const unsigned vec = clnorm__call_vec(info, call, want);
     const size_t vectors = (call->cols + vec - 1) / vec;
     unsigned max_wg = info->max_wg >= 1024 ? 1024 : (unsigned)pow2_ceil(info->max_wg + 1) / 2;
     if (vectors <= 16) {

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "internal.h"
+
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
@@ -100,9 +102,12 @@ void harness_open(harness *h, const char *test_name) {
   }
   char pname[256] = "";
   clGetPlatformInfo(h->platform, CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
-  printf("%s on %s (%s)\n", test_name, h->name, pname);
+  printf("%s on %s (%s)%s\n", test_name, h->name, pname,
+         h->ctx->info.unaligned ? "" : ", CLNORM_UNALIGNED=0: row starts keep vectors aligned");
   fflush(stdout);
 }
+
+int harness_unaligned(const harness *h) { return h->ctx->info.unaligned; }
 
 void harness_close(harness *h) {
   clnorm_ctx_destroy(h->ctx);

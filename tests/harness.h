@@ -21,6 +21,9 @@ typedef struct harness {
  * when no OpenCL platform or device is found: tests fail, never skip, without OpenCL. */
 void harness_open(harness *h, const char *test_name);
 void harness_close(harness *h);
+/* 1 where the context's kernels keep a call's vector width whatever its row alignment
+ * (CLNORM_UNALIGNED, CPU devices by default), 0 where the width narrows to the alignment. */
+int harness_unaligned(const harness *h);
 
 cl_mem harness_buffer(harness *h, size_t bytes, const void *host);
 void harness_write(harness *h, cl_mem buf, size_t bytes, const void *host);

@@ -106,10 +106,12 @@ static clnorm_call make_call(clnorm_op op, size_t rows, size_t cols) {
   return c;
 }
 
-/* The variant as the dispatcher runs it for `call` (vector width narrowed to the alignment). */
-static clnorm_variant effective(const clnorm_call *call, const clnorm_variant *v) {
+/* The variant as the dispatcher runs it for `call` (vector width narrowed to what the call can
+ * run on the context's device). */
+static clnorm_variant effective(const clnorm_ctx *ctx, const clnorm_call *call,
+                                const clnorm_variant *v) {
   clnorm_variant e = *v;
-  e.vec = clnorm__call_vec(call, v->vec);
+  e.vec = clnorm__call_vec(&ctx->info, call, v->vec);
   e.hold = v->hold * (v->vec / e.vec);
   return e;
 }
@@ -370,7 +372,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
 
     /* the tuned shape: exactly the stored winner */
     clnorm_call call = make_call(w[i].op, rows, cols);
-    clnorm_variant want = effective(&call, &w[i].variant);
+    clnorm_variant want = effective(ctx, &call, &w[i].variant);
     st = clnorm_choose(ctx, &call, &v, &why);
     clnorm_variant_format(&want, text, sizeof text);
     clnorm_variant_format(&v, got_text, sizeof got_text);
@@ -402,7 +404,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
           clnorm_variant_check(ctx, &call, &src->variant) != CLNORM_OK)
         continue;
       found = 1;
-      want = effective(&call, &src->variant);
+      want = effective(ctx, &call, &src->variant);
       st = clnorm_choose(ctx, &call, &v, &why);
       clnorm_variant_format(&want, text, sizeof text);
       clnorm_variant_format(&v, got_text, sizeof got_text);

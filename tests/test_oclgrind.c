@@ -286,8 +286,9 @@ static void print_coverage(void) {
 }
 
 /* The vector width the case's kernel runs at: the dispatcher's choice, or the forced variant's
- * width narrowed to the call's alignment (the library's rule: the widest width <= vec that
- * divides every matrix's offset, and stride when rows > 1, and is <= cols). */
+ * width narrowed as the library does: the widest width <= vec that is <= cols and, unless the
+ * kernels take unaligned rows (harness_unaligned), divides every matrix's offset, and stride
+ * when rows > 1. */
 static unsigned case_width(harness *h, const oc_case *c) {
   clnorm_variant v = c->variant;
   if (!c->forced) {
@@ -307,6 +308,8 @@ static unsigned case_width(harness *h, const oc_case *c) {
   for (int r = 0; r < OC_MATRICES; r++)
     if (oc_uses_matrix(c->op, r) && !(r == OC_SUM && (c->absent & OC_ABSENT_SUM)))
       bits |= c->m[r].offset | (c->rows > 1 ? (c->m[r].stride ? c->m[r].stride : c->cols) : 0);
+  if (harness_unaligned(h))
+    bits = 0;
   unsigned w = v.vec;
   while (w > 1 && ((bits & (w - 1)) != 0 || w > c->cols))
     w >>= 1;

@@ -6,8 +6,8 @@
  *   rstd: |rstd - ref| / ref <= 1e-5
  * Trimmed for time, never by variant (every variant runs; only its shapes are trimmed):
  * - rows 1000 only for cols <= 4097; cols >= 65536 only with rows 1 and 3;
- * - a call narrows the vector width to what its alignment allows (cols 1, 2, 3, 7, odd strides),
- *   and each width is a program of its own, which PoCL compiles slowly (about 0.2 s). A variant
+ * - a call narrows the vector width to what it can run (cols 1, 2, 3, 7; odd strides too where the
+ *   device's kernels need aligned rows: CLNORM_UNALIGNED=0, GPUs), and each width is a program of its own, which PoCL compiles slowly (about 0.2 s). A variant
  *   runs the shapes of its own width, and a third of the variants (and those too short for any
  *   shape at their own width) also those of one narrower width, assigned in turn among those
  *   its shapes give; the other widths' shapes are left to the variants around it in the list;
@@ -57,11 +57,15 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Whether the context's kernels keep the width whatever the alignment (harness_unaligned). */
+static int unaligned;
+
 /* The vector width a dense call (offsets 0, strides cols) runs `v` at: the widest one <= v->vec
- * that divides the strides when rows > 1 and is <= cols, as the library narrows it. */
+ * that is <= cols and, unless the kernels take unaligned rows, divides the strides when rows > 1,
+ * as the library narrows it. */
 static unsigned call_width(const clnorm_variant *v, const shape *s) {
   unsigned w = v->vec;
-  while (w > 1 && ((s->rows > 1 && s->cols % w != 0) || w > s->cols))
+  while (w > 1 && ((!unaligned && s->rows > 1 && s->cols % w != 0) || w > s->cols))
     w >>= 1;
   return w;
 }
@@ -211,6 +215,7 @@ int main(int argc, char **argv) {
   snprintf(title, sizeof title, "test_variants %s", op_name);
   harness h;
   harness_open(&h, title);
+  unaligned = harness_unaligned(&h);
   if (quick)
     printf("CLNORM_TEST_QUICK: reduced shape sets (not the full test)\n");
   if (exhaustive)
