@@ -124,14 +124,9 @@ size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm
  * kernels need aligned row starts (info->unaligned off), one at which every row start of every
  * matrix of the call is aligned. */
 unsigned clnorm__call_vec(const clnorm_device_info *info, const clnorm_call *call, unsigned vec) {
-  if (info->unaligned) {
-    while (vec > 1 && vec > call->cols)
-      vec >>= 1;
-    return vec;
-  }
   const clnorm_rows *m[5] = {&call->x, &call->y, &call->residual, &call->sum_out, &call->dy};
-  size_t bits = 0;
-  for (int i = 0; i < 5; i++) {
+  size_t bits = 0; /* the row starts' alignment, where the kernels need it */
+  for (int i = 0; i < 5 && !info->unaligned; i++) {
     if (!m[i]->buf)
       continue;
     bits |= m[i]->offset;
