@@ -347,17 +347,18 @@ static const char *const schema_edits[] = {
     "CREATE TRIGGER extra_trigger2 BEFORE INSERT ON devices BEGIN SELECT RAISE(ABORT, 'no'); END",
     "UPDATE results SET device_id = device_id + 1",
     /* copies of every row: in a loosened table (no keys) each one doubles the table, so they
-     * stop at 512 rows: 16 doublings made a 590 MB file of 4.7 million results, which took the
+     * stop at 128 rows: 16 doublings made a 590 MB file of 4.7 million results, which took the
      * library 107 s to list (linear, about 20 us a row under ASan: a timeout, not a bug). At 4096
-     * rows, listing still took half of all the fuzzer's time (perf, 2026-11-24); 512 rows take
-     * the same paths (the list's buffer grows from 64 rows) at an eighth of the cost. */
+     * rows, listing still took half of all the fuzzer's time (perf, 2026-11-24), and at 512 a
+     * third (2026-11-24, later); 128 rows take the same paths (the list's buffer grows from 64
+     * rows) and made the grown corpus run 1.3x faster (docs/TESTING.md). */
     "INSERT INTO devices SELECT id + 100, vendor_id, vendor, name, driver_version || 'x',"
     " opencl_version, compute_units, max_clock_mhz, local_mem FROM devices"
-    " WHERE (SELECT count(*) FROM devices) < 512",
+    " WHERE (SELECT count(*) FROM devices) < 128",
     "INSERT OR IGNORE INTO results SELECT id + 1000, device_id, kernel_hash, op, dtype, cols,"
     " row_class, wg + 1, tpr, vec, hold, reduce, stats, rows, status, median_s / 2, min_s, gbps,"
     " max_err, measured_at, clnorm_version FROM results"
-    " WHERE (SELECT count(*) FROM results) < 512",
+    " WHERE (SELECT count(*) FROM results) < 128",
     "PRAGMA journal_mode = WAL",
     "VACUUM",
 };
