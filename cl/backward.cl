@@ -7,10 +7,15 @@
  * memory when the row is held (HOLD > 0), else in its own row of `partial` (read-modify-write:
  * no other work-item touches it). bwd_reduce then adds the groups * RPG partial rows of each
  * column in a fixed order. No atomics: the same inputs give the same bits. */
+/* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
+#ifndef SPLIT
+#define SPLIT 0
+#endif
 #ifndef RMS
 #define RMS 0
 #endif
 
+#if !SPLIT
 #if VEC == 1
 #define PLOAD(p, i) ((p)[(i)])
 #define PSTORE(p, i, v) ((p)[(i)] = (v))
@@ -217,3 +222,186 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
       STORE1(dbeta, c, b);
   }
 }
+#endif /* !SPLIT */
+
+#if SPLIT
+/* Split rows, for few long rows (clnorm__split_count; one row per group, TPR == WG). No partial
+ * rows: the weight gradients come straight out of the second kernel.
+ *
+ * bwd_sums: the group of unit u = row * splits + s sums g * xhat and g (g = gamma * dy) over
+ * elements [s * chunk, (s + 1) * chunk) of its row into partial[2u] and partial[2u + 1]; chunk is
+ * a multiple of 16 elements (every chunk start stays VEC-aligned), the same rule as the forward
+ * split's. (dx and its layout are in the arguments only so that both kernels take the same
+ * first 16.)
+ * bwd_split: the columns go in tiles of WG * TILE vectors, a tile to a group at a time (and the
+ * columns past the last whole vector to one more group). For every row in order, the group adds
+ * up the row's partial sums in the order s = 0, 1, ... (the same bits on every run), writes dx
+ * for the tile's columns, and adds dy * xhat and dy of each column into private sums; after the
+ * last row they are dgamma and dbeta of those columns. Each column is one work-item's: no
+ * atomics, no second reduction. TILE (from WG and VEC alone) gives a work-item about 1024 / WG
+ * elements of a row at a time: runs of 4 KiB a row for one work-item per group (a CPU). */
+#define TILE_RAW (1024 / (WG * VEC))
+#define TILE (TILE_RAW < 1 ? 1 : TILE_RAW > 64 ? 64 : TILE_RAW)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
+         __global const stype *x, const ulong x_off, const ulong x_stride,
+         __global const stype *gamma, __global const float *mean_in,
+         __global const float *rstd_in, __global stype *dx, const ulong dx_off,
+         const ulong dx_stride, __global float *partial, const ulong rows, const uint cols,
+         const uint flags, const uint splits) {
+#if TPR > 1
+  __local float scratch[WG];
+#else
+  __local float *scratch = 0;
+#endif
+  (void)dx;
+  (void)dx_off;
+  (void)dx_stride;
+  const uint lane = get_local_id(0);
+  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+  const uint chunk = ((cols + splits - 1) / splits + 15) / 16 * 16;
+  const ulong units = rows * splits;
+  for (ulong u = get_group_id(0); u < units; u += get_num_groups(0)) {
+    const ulong row = u / splits;
+    const uint begin = (uint)(u % splits) * chunk;
+    const uint count = begin < cols ? min(chunk, cols - begin) : 0;
+    __global const stype *xr = x + x_off + row * x_stride + begin;
+    __global const stype *dyr = dy + dy_off + row * dy_stride + begin;
+    __global const stype *gr = gamma + begin;
+#if RMS
+    const float mean = 0.0f;
+#else
+    const float mean = mean_in[row];
+#endif
+    const float rstd = rstd_in[row];
+    const uint nvec = count / VEC;
+    floatv a1 = 0.0f, a2 = 0.0f;
+    for (uint i = lane; i < nvec; i += TPR) {
+      const floatv dv = LOADV(dyr, i);
+      const floatv g = has_gamma ? dv * LOADV(gr, i) : dv;
+      a1 += g * ((LOADV(xr, i) - mean) * rstd);
+      a2 += g;
+    }
+    float s1 = HSUM(a1), s2 = HSUM(a2);
+    for (uint i = nvec * VEC + lane; i < count; i += TPR) {
+      const float dv = LOAD1(dyr, i);
+      const float g = has_gamma ? dv * LOAD1(gr, i) : dv;
+      s1 += g * ((LOAD1(xr, i) - mean) * rstd);
+      s2 += g;
+    }
+    s1 = row_sum(s1, scratch);
+#if RMS
+    s2 = 0.0f; /* not used */
+#else
+    s2 = row_sum(s2, scratch);
+#endif
+    if (lane == 0) {
+      partial[2 * u] = s1;
+      partial[2 * u + 1] = s2;
+    }
+  }
+}
+
+/* c1 = sum(g * xhat) / cols and c2 = sum(g) / cols (0 for RMSNorm) of a row, from its partials. */
+inline float2 row_consts(__global const float *partial, ulong row, uint splits, uint cols) {
+  __global const float *pr = partial + 2 * row * splits;
+  float s1 = 0.0f, s2 = 0.0f;
+  for (uint p = 0; p < splits; p++) {
+    s1 += pr[2 * p];
+    s2 += pr[2 * p + 1];
+  }
+  return (float2)(s1 / (float)cols, s2 / (float)cols);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
+          __global const stype *x, const ulong x_off, const ulong x_stride,
+          __global const stype *gamma, __global const float *mean_in,
+          __global const float *rstd_in, __global stype *dx, const ulong dx_off,
+          const ulong dx_stride, __global const float *partial, const ulong rows,
+          const uint cols, const uint flags, const uint splits, __global stype *dgamma,
+          __global stype *dbeta) {
+  const uint lane = get_local_id(0);
+  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+  const bool has_dgamma = (flags & HAS_DGAMMA) != 0, has_dbeta = (flags & HAS_DBETA) != 0;
+  const uint nvec = cols / VEC;
+  const uint per_tile = WG * TILE; /* vectors */
+  const uint tiles = (nvec + per_tile - 1) / per_tile;
+  const uint units = tiles + (nvec * VEC < cols ? 1u : 0u);
+  for (uint t = get_group_id(0); t < units; t += get_num_groups(0)) {
+    if (t == tiles) { /* the columns past the last whole vector, one per work-item */
+      for (uint j = nvec * VEC + lane; j < cols; j += WG) {
+        float ag = 0.0f, ab = 0.0f;
+        for (ulong r = 0; r < rows; r++) {
+          const float2 c = row_consts(partial, r, splits, cols);
+#if RMS
+          const float mean = 0.0f;
+#else
+          const float mean = mean_in[r];
+#endif
+          const float rstd = rstd_in[r];
+          const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
+          const float xhat = (LOAD1(x + x_off + r * x_stride, j) - mean) * rstd;
+          const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
+          STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
+          ag += dv * xhat;
+          ab += dv;
+        }
+        if (has_dgamma)
+          STORE1(dgamma, j, ag);
+        if (has_dbeta)
+          STORE1(dbeta, j, ab);
+      }
+      continue;
+    }
+    const uint first = t * per_tile + lane;
+    floatv acc_g[TILE], acc_b[TILE];
+    for (uint k = 0; k < TILE; k++) {
+      acc_g[k] = 0.0f;
+      acc_b[k] = 0.0f;
+    }
+    for (ulong r = 0; r < rows; r++) {
+      const float2 c = row_consts(partial, r, splits, cols);
+#if RMS
+      const float mean = 0.0f;
+#else
+      const float mean = mean_in[r];
+#endif
+      const float rstd = rstd_in[r];
+      __global const stype *xr = x + x_off + r * x_stride;
+      __global const stype *dyr = dy + dy_off + r * dy_stride;
+      __global stype *dxr = dx + dx_off + r * dx_stride;
+      /* the next row's part of the tile, while this one is written (CPUs, PREFETCH) */
+      __global const stype *xn = NEXT_ROW(xr + (size_t)first * VEC, x_stride, r + 1 < rows,
+                                          per_tile * VEC);
+      __global const stype *dyn = NEXT_ROW(dyr + (size_t)first * VEC, dy_stride, r + 1 < rows,
+                                           per_tile * VEC);
+      /* Every element is read before it is written, by the same work-item: dx may be dy or x. */
+      for (uint k = 0; k < TILE; k++) {
+        const uint i = first + k * WG;
+        if (i < nvec) {
+          const floatv xv = LOADV(xr, i);
+          const floatv dv = LOADV(dyr, i);
+          const floatv xhat = (xv - mean) * rstd;
+          const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+          PREFETCH_V(xn, k);
+          PREFETCH_V(dyn, k);
+          STOREV(dxr, i, rstd * (g - c.y - xhat * c.x));
+          acc_g[k] += dv * xhat;
+          acc_b[k] += dv;
+        }
+      }
+    }
+    for (uint k = 0; k < TILE; k++) {
+      const uint i = first + k * WG;
+      if (i < nvec) {
+        if (has_dgamma)
+          STOREV(dgamma, i, acc_g[k]);
+        if (has_dbeta)
+          STOREV(dbeta, i, acc_b[k]);
+      }
+    }
+  }
+}
+#endif /* SPLIT */

@@ -568,12 +568,65 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   return st;
 }
 
+/* A backward call with each row split over `splits` groups (the end of cl/backward.cl): bwd_sums
+ * writes the 2 partial sums of each chunk into a scratch buffer of the call's own, then
+ * bwd_split writes dx and the weight gradients, a tile of columns at a time. *event completes
+ * when both kernels have. */
+static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
+                                       const clnorm_call *call, const clnorm_variant *v,
+                                       clnorm_program *prog, unsigned splits, cl_uint num_wait,
+                                       const cl_event *wait_list, cl_event *event, attempt *a) {
+  const size_t units = call->rows * splits;
+  cl_int err;
+  cl_mem partial = scratch(ctx, prog, 2 * sizeof(float) * units, &err);
+  if (err != CL_SUCCESS)
+    return scratch_failed(ctx, err, "split-row", 2 * sizeof(float) * units);
+  cl_kernel sums_k = NULL, split_k = NULL;
+  cl_event sums_done = NULL;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &sums_k);
+  if (st == CLNORM_OK)
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &split_k);
+  if (st == CLNORM_OK)
+    st = set_args(ctx, sums_k, call, partial, splits);
+  if (st == CLNORM_OK)
+    st = set_args(ctx, split_k, call, partial, splits);
+  if (st == CLNORM_OK) {
+    cl_uint i = 17; /* after the arguments set_args gives both kernels */
+    err = arg_mem(split_k, &i, &call->dgamma);
+    err |= arg_mem(split_k, &i, &call->dbeta);
+    if (err != CL_SUCCESS)
+      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_split) failed");
+  }
+  const size_t tiles = clnorm__bwd_tiles(v, call->cols);
+  const size_t local = v->wg;
+  const size_t fixed = device_groups(ctx, v);
+  if (st == CLNORM_OK) {
+    const size_t global = (ctx->info.fixed_grid ? fixed : units) * v->wg;
+    err = launch(ctx, prog, queue, sums_k, global, &local, num_wait, wait_list, &sums_done);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "bwd_sums", prog, global, local);
+  }
+  /* When bwd_split fails, bwd_sums stays enqueued: it writes the scratch buffer only. */
+  if (st == CLNORM_OK) {
+    const size_t global = (ctx->info.fixed_grid ? fixed : tiles) * v->wg;
+    err = launch(ctx, prog, queue, split_k, global, &local, 1, &sums_done, event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "bwd_split", prog, global, local);
+  }
+  if (sums_done)
+    clReleaseEvent(sums_done);
+  if (sums_k)
+    clnorm__kernel_give(ctx, prog, 0, sums_k);
+  if (split_k)
+    clnorm__kernel_give(ctx, prog, 1, split_k);
+  clReleaseMemObject(partial);
+  return st;
+}
+
 /* Enqueues the call with the chosen variant. A launch failure is described in *a. */
 static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                              const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
                              const cl_event *wait_list, cl_event *event, attempt *a) {
-  if (clnorm__op_backward(call->op))
-    return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event, a);
   const unsigned splits = clnorm__split_count(&ctx->info, call, v);
   if (splits > 1) {
     clnorm_program *split_prog;
@@ -584,7 +637,10 @@ static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clno
                          "they failed at launch earlier with %s (%d) in this row class",
                          clnorm__cl_error_name(err), (int)err);
     if (sst == CLNORM_OK) {
-      sst = enqueue_split(ctx, queue, call, v, split_prog, splits, num_wait, wait_list, event, a);
+      sst = clnorm__op_backward(call->op) ? enqueue_bwd_split(ctx, queue, call, v, split_prog,
+                                                              splits, num_wait, wait_list, event, a)
+                                          : enqueue_split(ctx, queue, call, v, split_prog, splits,
+                                                          num_wait, wait_list, event, a);
       /* Out of device memory for the scratch (or at launch): no output was written. */
       if (sst != CLNORM_E_NO_MEMORY)
         return sst;
@@ -592,12 +648,15 @@ static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clno
     } else if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD) {
       return sst;
     }
-    /* The whole-row kernel computes the same result, one group per row, with no scratch. */
+    /* The whole-row kernels compute the same result, one group per row (the forward's with no
+     * scratch). */
     if (ctx->log_info)
       fprintf(stderr, "clnorm: split-row kernels unavailable, rows run whole: %s\n",
               clnorm_ctx_errmsg(ctx));
     clnorm__clear_error(ctx);
   }
+  if (clnorm__op_backward(call->op))
+    return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event, a);
   cl_kernel kernel;
   clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &kernel);
   if (st != CLNORM_OK)

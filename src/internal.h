@@ -60,7 +60,7 @@ typedef struct clnorm_program {
   clnorm_status status;
   char *log; /* build log or the reason the variant cannot run here */
   size_t kernel_wg;
-  int split; /* the split-row kernels (cl/split.cl) of a forward op */
+  int split; /* the split-row kernels (cl/split.cl; the end of cl/backward.cl for backward ops) */
   cl_kernel *free_kernels[2]; /* per kernel of the program: the op's, the reduction's */
   size_t free_count[2], free_cap[2];
   struct clnorm_program *next;
@@ -194,6 +194,7 @@ unsigned clnorm__row_class(size_t rows);
 size_t clnorm__groups_per_cu(unsigned wg);
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v);
+size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols);
 uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_variant *v);
 
 /* tuned.c: the tuned and built-in tables. */

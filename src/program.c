@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The program's kernels: the op's own, and for backward ops the weight-gradient reduction. */
+/* The program's kernels: the op's own, and for backward ops the weight-gradient reduction; the
+ * split-row programs' two kernels (cl/split.cl, and the end of cl/backward.cl). */
 static const char *kernel_name(clnorm_op op, int split, int which) {
+  if (split && clnorm__op_backward(op))
+    return which == 0 ? "bwd_sums" : "bwd_split";
   if (split)
     return which == 0 ? "split_stats" : "split_norm";
   if (clnorm__op_backward(op))
@@ -75,7 +78,8 @@ static char *build_log(cl_program program, cl_device_id device) {
   return log;
 }
 
-/* The split program's second kernel (split_norm) takes the variant's work-group size too. */
+/* The split program's second kernel (split_norm, bwd_split) takes the variant's work-group size
+ * too. */
 static int second_kernel_ok(clnorm_ctx *ctx, clnorm_program *p, clnorm_op op,
                             const clnorm_variant *v, char *text, size_t size) {
   cl_int err;
@@ -103,14 +107,14 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     p->log = dup_string("clBuildProgram failed: injected by clnorm__fault_inject");
     return;
   }
-  const char *op_src = p->split                 ? clnorm__src_split
-                       : clnorm__op_backward(op) ? clnorm__src_backward
-                       : clnorm__op_rms(op)      ? clnorm__src_rmsnorm
-                                                 : clnorm__src_layernorm;
-  const size_t op_len = p->split                 ? clnorm__src_split_len
-                        : clnorm__op_backward(op) ? clnorm__src_backward_len
-                        : clnorm__op_rms(op)      ? clnorm__src_rmsnorm_len
-                                                  : clnorm__src_layernorm_len;
+  const char *op_src = clnorm__op_backward(op) ? clnorm__src_backward
+                       : p->split              ? clnorm__src_split
+                       : clnorm__op_rms(op)    ? clnorm__src_rmsnorm
+                                               : clnorm__src_layernorm;
+  const size_t op_len = clnorm__op_backward(op) ? clnorm__src_backward_len
+                        : p->split              ? clnorm__src_split_len
+                        : clnorm__op_rms(op)    ? clnorm__src_rmsnorm_len
+                                                : clnorm__src_layernorm_len;
   const char *sources[] = {clnorm__src_common, "\n", op_src};
   const size_t lengths[] = {clnorm__src_common_len, 1, op_len};
   char text[512];

@@ -237,16 +237,21 @@ size_t clnorm__groups_per_cu(unsigned wg) {
   return per_cu < 1 ? 1 : per_cu > 8 ? 8 : per_cu;
 }
 
-/* Work-groups per row for a forward call (1: no split). Few rows leave most of the device idle
- * when a row is one group's work: split each row into chunks, until rows * splits fills the
- * device or a chunk would give a work-item fewer than 4 vectors. Only variants with one row
- * per group (tpr == wg) split; backward ops never do. */
+/* Work-groups per row (1: no split). Few rows leave most of the device idle when a row is one
+ * group's work: split each row into chunks, until rows * splits fills the device or a chunk
+ * would give a work-item fewer than 4 vectors. Only variants with one row per group (tpr == wg)
+ * split. A backward call's second kernel then goes over the columns in tiles instead
+ * (cl/backward.cl), which needs no partial rows for the weight gradients. */
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v) {
-  if (clnorm__op_backward(call->op) || v->tpr != v->wg)
+  if (v->tpr != v->wg)
     return 1;
   const size_t fill = (size_t)info->compute_units * clnorm__groups_per_cu(v->wg);
   const size_t min_chunk = (size_t)v->wg * v->vec * 4;
+  /* a backward call's second kernel has a group per column tile: split only where that is
+   * at least twice the groups the whole-row kernel would have */
+  if (clnorm__op_backward(call->op) && clnorm__bwd_tiles(v, call->cols) < 2 * call->rows)
+    return 1;
   unsigned splits = 1;
   while (splits < 1024 && call->rows * splits * 2 <= fill &&
          call->cols / (2 * (size_t)splits) >= min_chunk)
@@ -255,6 +260,16 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
 }
 
 /* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
+/* The groups of a split backward call's second kernel (bwd_split): one per tile of wg * TILE
+ * vectors, TILE = 1024 / (wg * vec) within [1, 64] as cl/backward.cl has it, and one for the
+ * columns past the last whole vector. */
+size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
+  const size_t tile = 1024 / ((size_t)v->wg * v->vec);
+  const size_t per_tile = (size_t)v->wg * (tile < 1 ? 1 : tile > 64 ? 64 : tile);
+  const size_t nvec = cols / v->vec;
+  return (nvec + per_tile - 1) / per_tile + (nvec * v->vec < cols ? 1 : 0);
+}
+
 unsigned clnorm__row_class(size_t rows) {
   return rows <= 16 ? 0 : rows <= 256 ? 1 : rows <= 4096 ? 2 : 3;
 }

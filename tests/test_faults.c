@@ -14,11 +14,10 @@
  *   not retried: CL_INVALID_MEM_OBJECT and CL_INVALID_COMMAND_QUEUE at launch return
  *     CLNORM_E_OPENCL, outputs still NaN, no fallback, the variant still chosen afterwards.
  *   scratch: the split-row path's clCreateBuffer failing (CL_MEM_OBJECT_ALLOCATION_FAILURE,
- *     CL_OUT_OF_RESOURCES) runs whole rows (CLNORM_OK, checked); its launch failing marks the
- *     split kernels only; the backward scratch failing returns CLNORM_E_NO_MEMORY with dx, dgamma
- *     and dbeta still NaN.
- *   all fail: every launch failing returns CLNORM_E_OPENCL, and the failures are forgotten.
- * CLNORM_TEST_VERBOSE=1 prints the log of each fallback. */
+ *     CL_OUT_OF_RESOURCES) runs whole rows (CLNORM_OK, checked), forward and backward; its launch
+ *     failing marks the split kernels only; the backward scratch failing returns CLNORM_E_NO_MEMORY
+ * with dx, dgamma and dbeta still NaN. all fail: every launch failing returns CLNORM_E_OPENCL, and
+ * the failures are forgotten. CLNORM_TEST_VERBOSE=1 prints the log of each fallback. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 #include "op_case.h"
@@ -308,6 +307,52 @@ static void error_case(const char *label, clnorm_ctx *ctx, const oc_case *c,
   fflush(stdout);
 }
 
+/* The split-row path of case c (forward or backward) under faults: its scratch failing
+ * (CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES) runs whole rows; its launch failing
+ * (at `first_kernel`) gives up the split kernels only, for later calls too. */
+static void split_cases(const oc_case *split, const clnorm_variant *t_split,
+                        const char *first_kernel) {
+  const char *op = clnorm_op_name(split->op);
+  const cl_int errs[2] = {CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES};
+  for (int i = 0; i < 2; i++) {
+    const int before = case_failures;
+    clnorm_ctx *ctx = tuned_ctx(split, t_split);
+    clnorm__fault_inject(ctx, CLNORM_FAULT_ALLOC, errs[i], 0, 1, CLNORM_FAULT_ANY);
+    capture cap;
+    char msg[1024];
+    const oc_result r = run_case(ctx, split, &cap, msg, sizeof msg);
+    EXPECT(r == OC_PASS, "%s split scratch %s: %s", op, clnorm__cl_error_name(errs[i]), msg);
+    EXPECT(clnorm__fault_fired(ctx, CLNORM_FAULT_ALLOC) == 1, "%s split scratch: did not fire", op);
+    expect_log("split scratch", &cap, "rows run whole", clnorm__cl_error_name(errs[i]));
+    clnorm_ctx_destroy(ctx);
+    printf("%s: %s split-row scratch fails with %s: rows run whole\n",
+           case_failures == before ? "ok  " : "FAIL", op, clnorm__cl_error_name(errs[i]));
+  }
+  /* A launch failure of the split kernels gives up the split kernels only. */
+  const int before = case_failures;
+  clnorm_ctx *ctx = tuned_ctx(split, t_split);
+  const uint64_t key = program_key(split, t_split, 1);
+  clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_OUT_OF_RESOURCES, 0, 1000, key);
+  capture cap;
+  char msg[1024];
+  oc_result r = run_case(ctx, split, &cap, msg, sizeof msg);
+  EXPECT(r == OC_PASS, "%s split launch: %s", op, msg);
+  EXPECT(clnorm__fault_fired(ctx, CLNORM_FAULT_ENQUEUE) == 1, "%s split launch: fired %u times", op,
+         clnorm__fault_fired(ctx, CLNORM_FAULT_ENQUEUE));
+  expect_log("split launch", &cap, "failed at launch, falling back", first_kernel);
+  r = run_case(ctx, split, &cap, msg, sizeof msg);
+  EXPECT(r == OC_PASS, "%s split launch, second call: %s", op, msg);
+  EXPECT(clnorm__fault_fired(ctx, CLNORM_FAULT_ENQUEUE) == 1,
+         "%s split launch: the second call tried the split kernels again", op);
+  clnorm_variant got;
+  clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
+  EXPECT(chosen(ctx, split, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, t_split),
+         "%s split launch: the whole-row form of the variant is no longer chosen", op);
+  clnorm_ctx_destroy(ctx);
+  printf("%s: %s split-row kernels fail at launch: rows run whole, the variant stays\n",
+         case_failures == before ? "ok  " : "FAIL", op);
+}
+
 int main(void) {
   const time_t start = time(NULL);
   snprintf(tmp_dir, sizeof tmp_dir, "/tmp/clnorm_faults_XXXXXX");
@@ -327,7 +372,7 @@ int main(void) {
   const clnorm_variant t_rms = {64, 16, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   const clnorm_variant t_bwd = {64, 64, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   const clnorm_variant t_split = {64, 64, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
-  oc_case ln, rms, bwd, rms_bwd, split;
+  oc_case ln, rms, bwd, rms_bwd, split, split_bwd;
   oc_default(&ln, CLNORM_OP_LAYERNORM, CLNORM_F32, 40, 1000);
   ln.bad_row = 3; /* a NaN row stays NaN through the fallback */
   ln.bad_col = 17;
@@ -336,10 +381,13 @@ int main(void) {
   oc_default(&rms_bwd, CLNORM_OP_RMSNORM_BWD, CLNORM_BF16, 20, 256);
   /* few long rows: the split-row path (clnorm__split_count) */
   oc_default(&split, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 16384);
+  oc_default(&split_bwd, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 2, 16384);
   {
-    const clnorm_call call = shape_of(&split);
+    const clnorm_call call = shape_of(&split), call_bwd = shape_of(&split_bwd);
     EXPECT(clnorm__split_count(&h.ctx->info, &call, &t_split) > 1,
            "the split case does not split on this device");
+    EXPECT(clnorm__split_count(&h.ctx->info, &call_bwd, &t_split) > 1,
+           "the backward split case does not split on this device");
   }
 
   /* A build failure of the tuned variant. */
@@ -396,45 +444,9 @@ int main(void) {
 
   /* Scratch memory. The split-row path runs whole rows when its scratch cannot be had. */
   {
-    const cl_int errs[2] = {CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES};
-    for (int i = 0; i < 2; i++) {
-      const int before = case_failures;
-      clnorm_ctx *ctx = tuned_ctx(&split, &t_split);
-      clnorm__fault_inject(ctx, CLNORM_FAULT_ALLOC, errs[i], 0, 1, CLNORM_FAULT_ANY);
-      capture cap;
-      char msg[1024];
-      const oc_result r = run_case(ctx, &split, &cap, msg, sizeof msg);
-      EXPECT(r == OC_PASS, "split scratch %s: %s", clnorm__cl_error_name(errs[i]), msg);
-      EXPECT(clnorm__fault_fired(ctx, CLNORM_FAULT_ALLOC) == 1, "split scratch: did not fire");
-      expect_log("split scratch", &cap, "rows run whole", clnorm__cl_error_name(errs[i]));
-      clnorm_ctx_destroy(ctx);
-      printf("%s: split-row scratch fails with %s: rows run whole\n",
-             case_failures == before ? "ok  " : "FAIL", clnorm__cl_error_name(errs[i]));
-    }
-    /* A launch failure of the split kernels gives up the split kernels only. */
-    const int before = case_failures;
-    clnorm_ctx *ctx = tuned_ctx(&split, &t_split);
-    const uint64_t key = program_key(&split, &t_split, 1);
-    clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_OUT_OF_RESOURCES, 0, 1000, key);
-    capture cap;
-    char msg[1024];
-    oc_result r = run_case(ctx, &split, &cap, msg, sizeof msg);
-    EXPECT(r == OC_PASS, "split launch: %s", msg);
-    EXPECT(clnorm__fault_fired(ctx, CLNORM_FAULT_ENQUEUE) == 1, "split launch: fired %u times",
-           clnorm__fault_fired(ctx, CLNORM_FAULT_ENQUEUE));
-    expect_log("split launch", &cap, "failed at launch, falling back", "split_stats");
-    r = run_case(ctx, &split, &cap, msg, sizeof msg);
-    EXPECT(r == OC_PASS, "split launch, second call: %s", msg);
-    EXPECT(clnorm__fault_fired(ctx, CLNORM_FAULT_ENQUEUE) == 1,
-           "split launch: the second call tried the split kernels again");
-    clnorm_variant got;
-    clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
-    EXPECT(chosen(ctx, &split, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, &t_split),
-           "split launch: the whole-row form of the variant is no longer chosen");
-    clnorm_ctx_destroy(ctx);
-    printf("%s: split-row kernels fail at launch: rows run whole, the variant stays\n",
-           case_failures == before ? "ok  " : "FAIL");
-
+    split_cases(&split, &t_split, "split_stats");
+    split_cases(&split_bwd, &t_split, "bwd_sums");
+    clnorm_ctx *ctx;
     /* The backward scratch: no variant needs none, so the call fails with nothing enqueued. */
     oc_case c = bwd;
     ctx = tuned_ctx(&c, &t_bwd);

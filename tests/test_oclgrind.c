@@ -29,6 +29,7 @@
  * The device must be Oclgrind's (CLNORM_TEST_DEVICE=oclgrind, under `oclgrind`), unless
  * --any-device: then the same cases run on the test device (a quick check of the case list). */
 #define _POSIX_C_SOURCE 200809L
+#include "internal.h" /* clnorm__split_count */
 #include "op_case.h"
 
 #include <stdio.h>
@@ -216,40 +217,46 @@ static void choose(harness *h, clnorm_op op, clnorm_dtype dtype, size_t *k) {
       add_case(op, dtype, &vars[deep], 1 + (int)(picked++ % 4), (*k)++);
     }
   }
-  /* split rows (cl/split.cl), forward ops: one or two long rows of a variant with one row per
-   * group; the dispatcher splits a row over 2^s groups while rows * 2^(s+1) <= the groups that
-   * fill the device (at most 8 on Oclgrind's one compute unit) and each chunk keeps >= 4 vectors
-   * per work-item (src/variants.c): cols >= 16 * wg * vec gives 4 groups a row for one row. The
-   * cheapest such variant per statistics mode, re-reading and holding the row. */
-  if (!oc_is_bwd(op))
-    for (int stats = 0; stats < 2; stats++)
-      for (int held = 0; held < 2; held++) {
-        long best = -1;
-        for (size_t i = 0; i < nv; i++) {
-          const clnorm_variant *v = &vars[i];
-          const size_t cap = (size_t)v->tpr * v->vec * v->hold;
-          if (v->tpr != v->wg || v->wg < 4 || (int)v->stats != stats || (v->hold > 0) != held ||
-              (held && cap < 8 * (size_t)v->wg * v->vec))
-            continue;
-          if (best < 0 || v->wg * v->vec < vars[best].wg * vars[best].vec)
-            best = (long)i;
-        }
-        if (best < 0)
+  /* split rows (cl/split.cl; the end of cl/backward.cl): one or two long rows of a variant with
+   * one row per group; the dispatcher splits a row over 2^s groups while rows * 2^(s+1) <= the
+   * groups that fill the device (at most 8 on Oclgrind's one compute unit) and each chunk keeps
+   * >= 4 vectors per work-item (src/variants.c): cols >= 16 * wg * vec gives 4 groups a row for
+   * one row. A backward call splits only where its second kernel has at least 2 * rows column
+   * tiles of about 1024 elements: cols = 2048 * rows + 7 gives 4 (1 row) and 5 (2 rows), the
+   * last tile partly idle, and the columns past the last whole vector. The cheapest such variant
+   * per statistics mode, re-reading and holding the row (backward: the split kernels take
+   * neither, one variant). */
+  for (int stats = 0; stats < 2; stats++)
+    for (int held = 0; held < 2; held++) {
+      if (oc_is_bwd(op) && (stats || held))
+        continue;
+      long best = -1;
+      for (size_t i = 0; i < nv; i++) {
+        const clnorm_variant *v = &vars[i];
+        const size_t cap = (size_t)v->tpr * v->vec * v->hold;
+        if (v->tpr != v->wg || v->wg < 4 || (int)v->stats != stats || (v->hold > 0) != held ||
+            (held && cap < 8 * (size_t)v->wg * v->vec))
           continue;
-        const clnorm_variant *v = &vars[best];
-        const size_t cap = v->hold ? (size_t)v->tpr * v->vec * v->hold : (size_t)1 << 30;
-        const size_t want = 16 * (size_t)v->wg * v->vec + 3;
-        for (int shape = 0; shape < 2; shape++) {
-          add_case(op, dtype, v, shape ? 1 : 4, (*k)++);
-          oc_case *c = &cases[ncases - 1].c;
-          c->rows = shape ? 2 : 1;
-          c->cols = want < cap ? want : cap;
-          for (int r = 0; r < OC_MATRICES; r++) /* odd strides (shape 1) above the new cols */
-            if (c->m[r].stride)
-              c->m[r].stride = c->cols + 1 + (size_t)r % 3;
-          cases[ncases - 1].split = 1;
-        }
+        if (best < 0 || v->wg * v->vec < vars[best].wg * vars[best].vec)
+          best = (long)i;
       }
+      if (best < 0)
+        continue;
+      const clnorm_variant *v = &vars[best];
+      const size_t cap = v->hold ? (size_t)v->tpr * v->vec * v->hold : (size_t)1 << 30;
+      for (int shape = 0; shape < 2; shape++) {
+        const size_t want =
+            oc_is_bwd(op) ? 2048 * (size_t)(shape + 1) + 7 : 16 * (size_t)v->wg * v->vec + 3;
+        add_case(op, dtype, v, shape ? 1 : 4, (*k)++);
+        oc_case *c = &cases[ncases - 1].c;
+        c->rows = shape ? 2 : 1;
+        c->cols = want < cap ? want : cap;
+        for (int r = 0; r < OC_MATRICES; r++) /* odd strides (shape 1) above the new cols */
+          if (c->m[r].stride)
+            c->m[r].stride = c->cols + 1 + (size_t)r % 3;
+        cases[ncases - 1].split = 1;
+      }
+    }
   /* the dispatcher */
   add_case(op, dtype, NULL, 0, (*k)++);
   add_case(op, dtype, NULL, 1 + (int)(picked % 4), (*k)++);
@@ -316,9 +323,22 @@ static unsigned case_width(harness *h, const oc_case *c) {
   return w;
 }
 
+static int any_device; /* --any-device: the cases on the test device, not Oclgrind's */
+
 static int run_case(harness *h, size_t i) {
   char text[1400], msg[1024];
   oc_format(&cases[i].c, text, sizeof text);
+  if (cases[i].split && !any_device) {
+    /* the case was made for Oclgrind's one compute unit: it must take the split-row path */
+    const oc_case *c = &cases[i].c;
+    clnorm_variant v = c->variant;
+    v.vec = case_width(h, c);
+    const clnorm_call call = {.op = c->op, .rows = c->rows, .cols = c->cols, .dtype = c->dtype};
+    if (clnorm__split_count(&h->ctx->info, &call, &v) < 2) {
+      printf("FAIL: case %zu: %s: made for split rows, but its rows run whole\n", i, text);
+      return 1;
+    }
+  }
   const oc_result r = oc_run(h, &cases[i].c, NULL, msg, sizeof msg);
   if (r == OC_PASS)
     return 0;
@@ -330,7 +350,6 @@ static int run_case(harness *h, size_t i) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "--all";
   long only = -1;
-  int any_device = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--any-device") == 0)
       any_device = 1;
