@@ -240,23 +240,29 @@ size_t clnorm__groups_per_cu(unsigned wg) {
 /* Work-groups per row (1: no split). Few rows leave most of the device idle when a row is one
  * group's work: split each row into chunks, until rows * splits fills the device or a chunk
  * would give a work-item fewer than 4 vectors. Only variants with one row per group (tpr == wg)
- * split. A backward call's second kernel then goes over the columns in tiles instead
- * (cl/backward.cl), which needs no partial rows for the weight gradients. */
+ * split.
+ * A split backward call's second kernel goes over the columns in tiles (cl/backward.cl), with no
+ * partial rows for the weight gradients. It runs where the tiles are at least twice the groups
+ * the whole-row kernel would have (few long rows), and on a CPU wherever each core gets two
+ * tiles, with 2 chunks a row at least: there the whole-row kernel's partial rows cost more than
+ * the second read of the rows (PoCL 5, 16 cores: 64 x 65536 3.5-7x faster, 256 x 65536
+ * 1.4-2.2x, 1024 x 16384 the same; docs/PERFORMANCE.md). */
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v) {
   if (v->tpr != v->wg)
     return 1;
   const size_t fill = (size_t)info->compute_units * clnorm__groups_per_cu(v->wg);
   const size_t min_chunk = (size_t)v->wg * v->vec * 4;
-  /* a backward call's second kernel has a group per column tile: split only where that is
-   * at least twice the groups the whole-row kernel would have */
-  if (clnorm__op_backward(call->op) && clnorm__bwd_tiles(v, call->cols) < 2 * call->rows)
+  const int bwd = clnorm__op_backward(call->op);
+  const int cpu = (info->type & CL_DEVICE_TYPE_CPU) != 0;
+  if (bwd && clnorm__bwd_tiles(v, call->cols) <
+                 (cpu ? 2 * (size_t)info->compute_units : 2 * call->rows))
     return 1;
   unsigned splits = 1;
   while (splits < 1024 && call->rows * splits * 2 <= fill &&
          call->cols / (2 * (size_t)splits) >= min_chunk)
     splits *= 2;
-  return splits;
+  return bwd && cpu && splits < 2 ? 2 : splits;
 }
 
 /* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */

@@ -221,9 +221,10 @@ static void choose(harness *h, clnorm_op op, clnorm_dtype dtype, size_t *k) {
    * one row per group; the dispatcher splits a row over 2^s groups while rows * 2^(s+1) <= the
    * groups that fill the device (at most 8 on Oclgrind's one compute unit) and each chunk keeps
    * >= 4 vectors per work-item (src/variants.c): cols >= 16 * wg * vec gives 4 groups a row for
-   * one row. A backward call splits only where its second kernel has at least 2 * rows column
-   * tiles of about 1024 elements: cols = 2048 * rows + 7 gives 4 (1 row) and 5 (2 rows), the
-   * last tile partly idle, and the columns past the last whole vector. The cheapest such variant
+   * one row. A backward call splits only where its second kernel has enough column tiles of
+   * at most 1024 elements (2 * rows on a GPU, 2 per compute unit on a CPU such as Oclgrind's):
+   * cols = 2048 * rows + 7 gives at least 3 (1 row) and 5 (2 rows), the last tile partly idle,
+   * and the columns past the last whole vector; run_case checks that these cases split. The cheapest such variant
    * per statistics mode, re-reading and holding the row (backward: the split kernels take
    * neither, one variant). */
   for (int stats = 0; stats < 2; stats++)
