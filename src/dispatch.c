@@ -288,8 +288,10 @@ static cl_uint call_flags(const clnorm_call *call) {
          (call->dbeta ? 64u : 0u);
 }
 
+/* The arguments of a kernel of the call's op (backward: `partial` and `groups` last); *next, when
+ * not NULL, receives the index after them. */
 static clnorm_status set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
-                              cl_mem partial, cl_uint groups) {
+                              cl_mem partial, cl_uint groups, cl_uint *next) {
   const cl_ulong rows = call->rows;
   const cl_uint cols = (cl_uint)call->cols;
   const cl_uint flags = call_flags(call);
@@ -325,6 +327,8 @@ static clnorm_status set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *c
     err |= clSetKernelArg(k, i++, sizeof flags, &flags);
   }
   RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "clSetKernelArg failed");
+  if (next)
+    *next = i;
   return CLNORM_OK;
 }
 
@@ -439,7 +443,7 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
   cl_event main_done = NULL;
   clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &main_k);
   if (st == CLNORM_OK)
-    st = set_args(ctx, main_k, call, partial, (cl_uint)groups);
+    st = set_args(ctx, main_k, call, partial, (cl_uint)groups, NULL);
   if (st == CLNORM_OK) {
     const size_t local = v->wg;
     const size_t global = (ctx->info.fixed_grid ? launch_groups(ctx, call, v) : groups) * v->wg;
@@ -586,12 +590,12 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &sums_k);
   if (st == CLNORM_OK)
     st = clnorm__kernel_take(ctx, prog, call->op, 1, &split_k);
+  cl_uint i = 0;
   if (st == CLNORM_OK)
-    st = set_args(ctx, sums_k, call, partial, splits);
+    st = set_args(ctx, sums_k, call, partial, splits, NULL);
   if (st == CLNORM_OK)
-    st = set_args(ctx, split_k, call, partial, splits);
+    st = set_args(ctx, split_k, call, partial, splits, &i);
   if (st == CLNORM_OK) {
-    cl_uint i = 17; /* after the arguments set_args gives both kernels */
     err = arg_mem(split_k, &i, &call->dgamma);
     err |= arg_mem(split_k, &i, &call->dbeta);
     if (err != CL_SUCCESS)
@@ -661,7 +665,7 @@ static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clno
   clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &kernel);
   if (st != CLNORM_OK)
     return st;
-  st = set_args(ctx, kernel, call, NULL, 0);
+  st = set_args(ctx, kernel, call, NULL, 0, NULL);
   if (st == CLNORM_OK) {
     const size_t local = v->wg, global = launch_groups(ctx, call, v) * v->wg;
     const cl_int err = launch(ctx, prog, queue, kernel, global, &local, num_wait, wait_list, event);
