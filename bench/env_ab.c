@@ -1,5 +1,5 @@
 /* The CPU kernel options against each other, call by call: one clnorm context per setting of
- * CLNORM_PREFETCH and CLNORM_STREAM_STORES (read when a context is created), each call of one
+ * CLNORM_PREFETCH, CLNORM_STREAM_STORES and CLNORM_ROW_BUFFER (read when a context is created), each call of one
  * context followed by the same call of the next, in rotating order, on rotating buffer sets of
  * more than 1.5 GiB. Interleaving is what makes the comparison hold on a shared machine, where
  * one minute's bandwidth is not the next one's (docs/DEVICES.md). Prints, per op, dtype and
@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SETTINGS = 3, MAX_SETS = 8, MAX_ROUNDS = 1000 };
-static const char *const settings[SETTINGS][2] = {{"1", "1"}, {"0", "1"}, {"1", "0"}};
+enum { SETTINGS = 4, MAX_SETS = 8, MAX_ROUNDS = 1000 };
+static const char *const settings[SETTINGS][3] = {
+    {"1", "1", "1"}, {"0", "1", "1"}, {"1", "0", "1"}, {"1", "1", "0"}};
 
 typedef struct sets {
   size_t n;
@@ -151,17 +152,18 @@ int main(int argc, char **argv) {
   for (int k = 0; k < SETTINGS; k++) {
     setenv("CLNORM_PREFETCH", settings[k][0], 1);
     setenv("CLNORM_STREAM_STORES", settings[k][1], 1);
+    setenv("CLNORM_ROW_BUFFER", settings[k][2], 1);
     if (clnorm_ctx_create(context, dev.device, &ctx[k]) != CLNORM_OK) {
       fprintf(stderr, "env_ab: clnorm_ctx_create failed\n");
       return 1;
     }
   }
   printf("env_ab on %s, %d rounds, median GB/s of each setting (pf: CLNORM_PREFETCH, st: "
-         "CLNORM_STREAM_STORES)\n",
+         "CLNORM_STREAM_STORES, rb: CLNORM_ROW_BUFFER)\n",
          dev.name, rounds);
   static const clnorm_op ops[] = {CLNORM_OP_LAYERNORM, CLNORM_OP_RMSNORM,
                                   CLNORM_OP_ADD_LAYERNORM, CLNORM_OP_LAYERNORM_BWD};
-  static const clnorm_dtype dtypes[] = {CLNORM_F32, CLNORM_F16};
+  static const clnorm_dtype dtypes[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
   static double times[SETTINGS][MAX_ROUNDS];
   int status = 0;
   for (int a = first_shape; a < argc; a++) {
@@ -214,9 +216,11 @@ int main(int argc, char **argv) {
             first = out;
             out = NULL;
           } else if (memcmp(first, out, bytes) != 0) {
-            fprintf(stderr, "env_ab: %s %s %s: pf=%s st=%s wrote other bits than pf=%s st=%s\n",
+            fprintf(stderr,
+                    "env_ab: %s %s %s: pf=%s st=%s rb=%s wrote other bits than pf=%s st=%s rb=%s\n",
                     clnorm_op_name(ops[o]), clnorm_dtype_name(dtypes[d]), argv[a],
-                    settings[k][0], settings[k][1], settings[0][0], settings[0][1]);
+                    settings[k][0], settings[k][1], settings[k][2], settings[0][0], settings[0][1],
+                    settings[0][2]);
             status = 1;
           }
           free(out);
@@ -229,7 +233,7 @@ int main(int argc, char **argv) {
         printf("%-13s %-4s %8zu x %-8zu", clnorm_op_name(ops[o]), clnorm_dtype_name(dtypes[d]),
                rows, cols);
         for (int k = 0; k < SETTINGS; k++)
-          printf("  pf=%s st=%s %7.1f", settings[k][0], settings[k][1],
+          printf("  pf=%s st=%s rb=%s %7.1f", settings[k][0], settings[k][1], settings[k][2],
                  moved / tool_median(times[k], (size_t)rounds) / 1e9);
         printf("  same bits\n");
         fflush(stdout);

@@ -467,6 +467,36 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #define HELD_GET_AT(xp, rp, i, k) SRCV_AT((xp), (rp), (i))
 #endif
 
+/* RB: the private row buffer of RBUF floats (the host's -DRBUF; a CPU device) in the fused-add
+ * forward kernels with one work-item per row, the row not held, 16-bit rows. The first pass stores
+ * the row's values (x + residual, rounded to the storage type) as floats in the buffer when the
+ * row has at most RBUF elements; the later passes read them from there instead of reading both
+ * rows, converting and rounding again. On a CPU that work, not memory, bounds those kernels (PoCL
+ * 5, 16 cores: add_layernorm float16 and bfloat16 1.2-1.4x, docs/PERFORMANCE.md). The plain ops
+ * ran slower with it (one conversion saved per element, a buffer of 32 KiB written and read), so
+ * they re-read the row. The values are the same either way: so are the outputs' bits.
+ * RB_PUTV(b, i, v): v stored as vector i of b, and returned; RB_GETV(b, i): vector i of b; b is
+ * a private float pointer at any float alignment. */
+#if RBUF > 0 && ADD && TPR == 1 && HOLD == 0 && DTYPE != 0
+#define RB 1
+#if VEC == 1
+inline float rb_putv(__private float *b, uint i, float v) {
+  b[i] = v;
+  return v;
+}
+#define RB_GETV(b, i) ((b)[(i)])
+#else
+inline floatv rb_putv(__private float *b, uint i, floatv v) {
+  CAT(vstore, VEC)(v, i, b);
+  return v;
+}
+#define RB_GETV(b, i) CAT(vload, VEC)((i), (b))
+#endif
+#define RB_PUTV(b, i, v) rb_putv((b), (i), (v))
+#else
+#define RB 0
+#endif
+
 /* OUT_HEAD(p, n): where the output loop of a row starts its vectors, in elements from the row's
  * start p (n elements). With UNALIGNED and STREAM (a CPU, one work-item per row, the row not
  * held) the first element at which p is aligned to a vector, so that the output vectors stream

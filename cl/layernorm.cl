@@ -2,6 +2,12 @@
  * RPG rows per work-group. Statistics are taken
  * of d = x - pivot (the row's first element), so that x - mean stays exact for rows far from
  * zero; mean = pivot + mean(d). */
+/* The row buffer (RB, cl/common.cl) serves the two-pass statistics. */
+#if RB && STATS != 0
+#define LN_RB 1
+#else
+#define LN_RB 0
+#endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
               __global const stype *res, const ulong r_off, const ulong r_stride,
@@ -14,6 +20,9 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
   __local float scratch[3 * WG];
 #else
   __local float *scratch = 0;
+#endif
+#if LN_RB
+  float rbuf[RBUF];
 #endif
   const uint lid = get_local_id(0);
   const uint lane = lid % TPR;
@@ -84,19 +93,44 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     const float var = st.m2 / (float)cols;
 #elif HOLD == 0
     /* Two passes over a row that is not held (tpr == 1 only: the CPU shape, the row read again
-     * from cache); (x - pivot) - mean_d as in the output below, exact where x is near pivot. */
+     * from cache, or from the row buffer RB); (x - pivot) - mean_d as in the output below, exact
+     * where x is near pivot. */
 #define LN_D(i) (SRCV(i) - pivot)
 #define LN_DD(i) squarev(SRCV(i) - pivot - mean_d)
-    float sum;
-    SUM_UNHELD(sum, LN_D);
-    for (uint j = nvec * VEC + lane; j < ncols; j += TPR)
-      sum += SRC1(j) - pivot;
+    float sum, sq;
+#if LN_RB
+    const bool rb = ncols <= RBUF;
+#define LN_D_RB(i) (RB_PUTV(rbuf, (i), SRCV(i)) - pivot)
+#define LN_DD_RB(i) squarev(RB_GETV(rbuf, (i)) - pivot - mean_d)
+    if (rb) {
+      SUM_UNHELD(sum, LN_D_RB);
+      for (uint j = nvec * VEC; j < ncols; j++) {
+        rbuf[j] = SRC1(j);
+        sum += rbuf[j] - pivot;
+      }
+    } else
+#endif
+    {
+      SUM_UNHELD(sum, LN_D);
+      for (uint j = nvec * VEC + lane; j < ncols; j += TPR)
+        sum += SRC1(j) - pivot;
+    }
     float mean_d = row_sum(sum, scratch) / (float)cols;
-    float sq;
-    SUM_UNHELD(sq, LN_DD);
-    for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
-      const float dd = SRC1(j) - pivot - mean_d;
-      sq += dd * dd;
+#if LN_RB
+    if (rb) {
+      SUM_UNHELD(sq, LN_DD_RB);
+      for (uint j = nvec * VEC; j < ncols; j++) {
+        const float dd = rbuf[j] - pivot - mean_d;
+        sq += dd * dd;
+      }
+    } else
+#endif
+    {
+      SUM_UNHELD(sq, LN_DD);
+      for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
+        const float dd = SRC1(j) - pivot - mean_d;
+        sq += dd * dd;
+      }
     }
     const float var = row_sum(sq, scratch) / (float)cols;
 #else
@@ -161,24 +195,44 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global const stype *const ro = rr + head;
     __global stype *const so = sr + head;
 #endif
-    FOR_VECS(i, k, nvo) {
-      const floatv h = HELD_GET_AT(xo, ro, i, k);
-      floatv o = (h - pivot - mean_d) * rstd;
-      if (has_gamma)
-        o *= LOADV(go, i);
-      if (has_beta)
-        o += LOADV(bo, i);
 #if ADD
-      if (has_sum)
-        STOREV(so, i, h);
-      PREFETCH_V(rn, i);
+#define LN_SUM_OUT(i, h)                                                                           \
+  do {                                                                                             \
+    if (has_sum)                                                                                   \
+      STOREV(so, (i), (h));                                                                        \
+    PREFETCH_V(rn, (i));                                                                           \
+  } while (0)
+#else
+#define LN_SUM_OUT(i, h) ((void)0)
 #endif
-      PREFETCH_V(xn, i);
-      STOREV(yo, i, o);
-    }
+    /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
+#define LN_OUT(HV)                                                                                 \
+  FOR_VECS(i, k, nvo) {                                                                            \
+    const floatv h = HV(i, k);                                                                     \
+    floatv o = (h - pivot - mean_d) * rstd;                                                        \
+    if (has_gamma)                                                                                 \
+      o *= LOADV(go, i);                                                                           \
+    if (has_beta)                                                                                  \
+      o += LOADV(bo, i);                                                                           \
+    LN_SUM_OUT(i, h);                                                                              \
+    PREFETCH_V(xn, i);                                                                             \
+    STOREV(yo, i, o);                                                                              \
+  }
+#define LN_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
+#if LN_RB
+#define LN_BUFV(i, k) RB_GETV(rbuf + head, i)
+    if (rb)
+      LN_OUT(LN_BUFV)
+    else
+#endif
+      LN_OUT(LN_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
+#if LN_RB
+      const float h = rb ? rbuf[i] : SRC1(i);
+#else
       const float h = SRC1(i);
+#endif
       float o = (h - pivot - mean_d) * rstd;
       if (has_gamma)
         o *= LOAD1(gamma, i);

@@ -12,6 +12,9 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #else
   __local float *scratch = 0;
 #endif
+#if RB
+  float rbuf[RBUF]; /* the row buffer (cl/common.cl) */
+#endif
   const uint lid = get_local_id(0);
   const uint lane = lid % TPR;
   /* Block b of RPG rows; a group takes blocks g, g + groups, ...: one block per group when
@@ -32,7 +35,16 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #if HOLD == 0
 #define RMS_SQ(i) squarev(SRCV(i))
     float sq;
-    SUM_UNHELD(sq, RMS_SQ);
+#if RB
+    const bool rb = ncols <= RBUF;
+#define RMS_SQ_RB(i) squarev(RB_PUTV(rbuf, (i), SRCV(i)))
+    if (rb) {
+      SUM_UNHELD(sq, RMS_SQ_RB);
+      for (uint j = nvec * VEC; j < ncols; j++)
+        rbuf[j] = SRC1(j);
+    } else
+#endif
+      SUM_UNHELD(sq, RMS_SQ);
 #else
     /* A held row is at most HOLD vectors per work-item: one accumulator loses nothing. */
     floatv acc = 0.0f;
@@ -79,22 +91,42 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global const stype *const ro = rr + head;
     __global stype *const so = sr + head;
 #endif
-    FOR_VECS(i, k, nvo) {
-      const floatv h = HELD_GET_AT(xo, ro, i, k);
-      floatv o = h * rstd;
-      if (has_gamma)
-        o *= LOADV(go, i);
 #if ADD
-      if (has_sum)
-        STOREV(so, i, h);
-      PREFETCH_V(rn, i);
+#define RMS_SUM_OUT(i, h)                                                                          \
+  do {                                                                                             \
+    if (has_sum)                                                                                   \
+      STOREV(so, (i), (h));                                                                        \
+    PREFETCH_V(rn, (i));                                                                           \
+  } while (0)
+#else
+#define RMS_SUM_OUT(i, h) ((void)0)
 #endif
-      PREFETCH_V(xn, i);
-      STOREV(yo, i, o);
-    }
+    /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
+#define RMS_OUT(HV)                                                                                \
+  FOR_VECS(i, k, nvo) {                                                                            \
+    const floatv h = HV(i, k);                                                                     \
+    floatv o = h * rstd;                                                                           \
+    if (has_gamma)                                                                                 \
+      o *= LOADV(go, i);                                                                           \
+    RMS_SUM_OUT(i, h);                                                                             \
+    PREFETCH_V(xn, i);                                                                             \
+    STOREV(yo, i, o);                                                                              \
+  }
+#define RMS_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
+#if RB
+#define RMS_BUFV(i, k) RB_GETV(rbuf + head, i)
+    if (rb)
+      RMS_OUT(RMS_BUFV)
+    else
+#endif
+      RMS_OUT(RMS_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
+#if RB
+      const float h = rb ? rbuf[i] : SRC1(i);
+#else
       const float h = SRC1(i);
+#endif
       float o = h * rstd;
       if (has_gamma)
         o *= LOAD1(gamma, i);

@@ -42,6 +42,12 @@ typedef struct clnorm_device_info {
    * vector access costs what an aligned one does (docs/DEVICES.md). CLNORM_UNALIGNED=0/1
    * overrides. */
   int unaligned;
+  /* Floats of a private row buffer (-DRBUF): a CPU's fused-add forward kernels with one
+   * work-item per row keep a 16-bit row's values (x + residual, rounded) of at most this many
+   * elements as floats, so that the later passes neither re-read both rows nor convert and round
+   * again (cl/common.cl, RB). PoCL's CPU device: CLNORM_ROW_BUFFER_SIZE; 0 (no buffer) everywhere
+   * else. CLNORM_ROW_BUFFER=0/1 overrides. */
+  unsigned rbuf;
 } clnorm_device_info;
 
 /* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
@@ -178,6 +184,8 @@ cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key)
 
 /* variants.c: the variant space, shared by the dispatcher and the tuner. */
 #define CLNORM_HOLD_MAX_FLOATS 64 /* private floats per work-item for a held row */
+/* Floats of the CPU kernels' private row buffer (32 KiB: a core's L1 data cache or most of it) */
+#define CLNORM_ROW_BUFFER_SIZE 8192u
 size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
                             clnorm_variant *out, size_t cap);
 int clnorm__op_backward(clnorm_op op);
