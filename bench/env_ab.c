@@ -43,23 +43,6 @@ static void sets_free(sets *s) {
   clReleaseMemObject(s->rstd);
 }
 
-/* Random elements of `dtype` in [-2, 2) (float16 and bfloat16 as their bits). */
-static void fill(void *p, size_t n, clnorm_dtype dtype, uint32_t seed) {
-  for (size_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    const float v = (float)(seed >> 8) / 4194304.0f - 2.0f;
-    if (dtype == CLNORM_F32) {
-      ((float *)p)[i] = v;
-    } else if (dtype == CLNORM_BF16) {
-      uint32_t bits;
-      memcpy(&bits, &v, sizeof bits);
-      ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
-    } else { /* a float16 of magnitude [0.5, 2) and either sign */
-      ((uint16_t *)p)[i] = (uint16_t)(0x3800u + ((seed >> 9) & 0x7ffu) + ((seed >> 20) & 0x8000u));
-    }
-  }
-}
-
 static int make_sets(cl_context context, size_t rows, size_t cols, clnorm_dtype dtype, sets *s) {
   const size_t elem = dtype == CLNORM_F32 ? 4 : 2, bytes = rows * cols * elem;
   size_t n = (size_t)(1536.0 * 1048576.0 / (3.0 * (double)bytes)) + 1;
@@ -70,16 +53,16 @@ static int make_sets(cl_context context, size_t rows, size_t cols, clnorm_dtype 
   cl_int e = CL_SUCCESS;
   memset(s, 0, sizeof *s);
   for (size_t i = 0; i < n && e == CL_SUCCESS; i++) {
-    fill(host, rows * cols, dtype, (uint32_t)(2 * i + 1));
+    tool_fill_random(host, rows * cols, dtype, (uint32_t)(2 * i + 1));
     s->x[i] = clCreateBuffer(context, CL_MEM_COPY_HOST_PTR, bytes, host, &e);
-    fill(host, rows * cols, dtype, (uint32_t)(2 * i + 2));
+    tool_fill_random(host, rows * cols, dtype, (uint32_t)(2 * i + 2));
     if (e == CL_SUCCESS)
       s->dy[i] = clCreateBuffer(context, CL_MEM_COPY_HOST_PTR, bytes, host, &e);
     if (e == CL_SUCCESS)
       s->y[i] = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &e);
     s->n = i + 1;
   }
-  fill(host, cols, dtype, 99);
+  tool_fill_random(host, cols, dtype, 99);
   if (e == CL_SUCCESS)
     s->gamma = clCreateBuffer(context, CL_MEM_COPY_HOST_PTR, cols * elem, host, &e);
   if (e == CL_SUCCESS)

@@ -295,3 +295,19 @@ void tool_json_string(const char *s) {
   }
   putchar('"');
 }
+
+void tool_fill_random(void *p, size_t n, clnorm_dtype dtype, uint32_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    const float v = (float)(seed >> 8) / 4194304.0f - 2.0f;
+    if (dtype == CLNORM_F32) {
+      ((float *)p)[i] = v;
+    } else if (dtype == CLNORM_BF16) {
+      uint32_t bits;
+      memcpy(&bits, &v, sizeof bits);
+      ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
+    } else { /* a float16 of magnitude [0.5, 2) and either sign */
+      ((uint16_t *)p)[i] = (uint16_t)(0x3800u + ((seed >> 9) & 0x7ffu) + ((seed >> 20) & 0x8000u));
+    }
+  }
+}

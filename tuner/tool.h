@@ -6,6 +6,7 @@
 #include "clnorm_variant.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct tool_device {
   cl_platform_id platform;
@@ -80,5 +81,10 @@ int tool_contains_nocase(const char *hay, const char *needle);
  * add ops also residual read and sum_out written. Backward: dy, x, gamma, mean, rstd read; dx,
  * dgamma, dbeta written. Buffers the call leaves NULL are not counted (x and y always are). */
 double tool_op_bytes(const clnorm_call *call);
+
+/* n random elements of `dtype` at p, from `seed`: float32 and bfloat16 in [-2, 2), float16 of
+ * magnitude [0.5, 2) and either sign (float16 and bfloat16 as their bits). For the benchmarks,
+ * whose checks compare settings with each other, not with a reference. */
+void tool_fill_random(void *p, size_t n, clnorm_dtype dtype, uint32_t seed);
 
 #endif

@@ -1,0 +1,224 @@
+/* Forced variants against each other (and the dispatcher's choice), call by call: one clnorm
+ * context, each round runs the call once per variant, in rotating order, on rotating buffer sets
+ * of more than 1.5 GiB, and the copy bandwidth is measured in the same process first. As with
+ * env_ab, interleaving is what makes the comparison hold on a shared machine (docs/DEVICES.md).
+ * Prints the median GB/s of each variant (the bytes of tool_op_bytes, over the time from a marker
+ * enqueued just before the call to the end of the call, as `normtune bench` times a call) and its
+ * share of the copy.
+ * The values are not checked here: `normtune bench` and the tests compare every variant with the
+ * float64 reference; this only times them.
+ *
+ *   variant_ab [--device NAME] [--rounds N] OP DTYPE ROWSxCOLS VARIANT...
+ * VARIANT: "auto" (the dispatcher's choice) or WG,TPR,VEC,HOLD,STATS with STATS "welford" or
+ * "twopass" (reduction: the local-memory tree), e.g. 32,1,16,0,twopass.
+ * Exit status: 0, 1 when a call failed, 2 bad usage. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h" /* the context's stream_stores, as normtune's copy yardstick takes it */
+#include "tool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_VARIANTS = 8, MAX_SETS = 8, MAX_ROUNDS = 1000 };
+
+static int usage(void) {
+  fprintf(stderr, "usage: variant_ab [--device NAME] [--rounds 1..%d] OP DTYPE ROWSxCOLS "
+                  "VARIANT... (VARIANT: auto or WG,TPR,VEC,HOLD,welford|twopass; at most %d)\n",
+          MAX_ROUNDS, MAX_VARIANTS);
+  return 2;
+}
+
+static int parse_variant(const char *s, clnorm_variant *v) {
+  char stats[16];
+  if (sscanf(s, "%u,%u,%u,%u,%15s", &v->wg, &v->tpr, &v->vec, &v->hold, stats) != 5)
+    return 0;
+  v->reduce = CLNORM_REDUCE_LOCAL;
+  if (strcmp(stats, "welford") == 0)
+    v->stats = CLNORM_STATS_WELFORD;
+  else if (strcmp(stats, "twopass") == 0)
+    v->stats = CLNORM_STATS_TWOPASS;
+  else
+    return 0;
+  return 1;
+}
+
+static cl_mem make_buffer(cl_context context, size_t bytes, const void *host, cl_int *e) {
+  return clCreateBuffer(context, host ? CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE, bytes,
+                        (void *)host, e);
+}
+
+int main(int argc, char **argv) {
+  const char *sel = NULL;
+  int rounds = 20, a = 1;
+  for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0; a += 2) {
+    if (strcmp(argv[a], "--device") == 0)
+      sel = argv[a + 1];
+    else if (strcmp(argv[a], "--rounds") == 0)
+      rounds = atoi(argv[a + 1]);
+    else
+      return usage();
+  }
+  const int nv = argc - a - 3;
+  if (nv < 1 || nv > MAX_VARIANTS || rounds < 1 || rounds > MAX_ROUNDS)
+    return usage();
+  int op = -1, dtype = -1;
+  for (int o = 0; o < CLNORM_OP_COUNT; o++)
+    if (strcmp(argv[a], clnorm_op_name((clnorm_op)o)) == 0)
+      op = o;
+  for (int d = 0; d < 3; d++)
+    if (strcmp(argv[a + 1], clnorm_dtype_name((clnorm_dtype)d)) == 0)
+      dtype = d;
+  size_t rows = 0, cols = 0;
+  if (op < 0 || dtype < 0 || sscanf(argv[a + 2], "%zux%zu", &rows, &cols) != 2 || rows == 0 ||
+      cols == 0)
+    return usage();
+  clnorm_variant v[MAX_VARIANTS];
+  int forced[MAX_VARIANTS];
+  for (int k = 0; k < nv; k++) {
+    const char *s = argv[a + 3 + k];
+    forced[k] = strcmp(s, "auto") != 0;
+    if (forced[k] && !parse_variant(s, &v[k]))
+      return usage();
+  }
+
+  char err[512];
+  tool_device dev;
+  cl_context context;
+  cl_command_queue queue;
+  if (!tool_pick_device(sel, &dev, err, sizeof err) ||
+      !tool_open(&dev, &context, &queue, err, sizeof err)) {
+    fprintf(stderr, "variant_ab: %s\n", err);
+    return 1;
+  }
+  clnorm_ctx *ctx;
+  if (clnorm_ctx_create(context, dev.device, &ctx) != CLNORM_OK) {
+    fprintf(stderr, "variant_ab: clnorm_ctx_create failed\n");
+    return 1;
+  }
+  const clnorm_dtype dt = (clnorm_dtype)dtype;
+  const size_t elem = dt == CLNORM_F32 ? 4 : 2, bytes = rows * cols * elem;
+  size_t nsets = (size_t)(1536.0 * 1048576.0 / (3.0 * (double)bytes)) + 1;
+  nsets = nsets > MAX_SETS ? MAX_SETS : nsets;
+  cl_mem x[MAX_SETS] = {0}, y[MAX_SETS] = {0}, r[MAX_SETS] = {0};
+  cl_mem gamma = NULL, beta = NULL, mean = NULL, rstd = NULL, dgamma = NULL, dbeta = NULL;
+  cl_int e = CL_SUCCESS;
+  void *host = malloc(bytes > cols * elem ? bytes : cols * elem);
+  if (!host)
+    e = CL_OUT_OF_HOST_MEMORY;
+  for (size_t s = 0; s < nsets && e == CL_SUCCESS; s++) {
+    tool_fill_random(host, rows * cols, dt, (uint32_t)(2 * s + 1));
+    x[s] = make_buffer(context, bytes, host, &e);
+    tool_fill_random(host, rows * cols, dt, (uint32_t)(2 * s + 2));
+    if (e == CL_SUCCESS)
+      r[s] = make_buffer(context, bytes, host, &e); /* residual, or dy for the backward */
+    if (e == CL_SUCCESS)
+      y[s] = make_buffer(context, bytes, NULL, &e);
+  }
+  if (e == CL_SUCCESS) {
+    tool_fill_random(host, cols, dt, 99);
+    gamma = make_buffer(context, cols * elem, host, &e);
+  }
+  if (e == CL_SUCCESS)
+    beta = make_buffer(context, cols * elem, host, &e);
+  if (e == CL_SUCCESS)
+    mean = make_buffer(context, rows * 4, NULL, &e);
+  if (e == CL_SUCCESS)
+    rstd = make_buffer(context, rows * 4, NULL, &e);
+  if (e == CL_SUCCESS)
+    dgamma = make_buffer(context, cols * elem, NULL, &e);
+  if (e == CL_SUCCESS)
+    dbeta = make_buffer(context, cols * elem, NULL, &e);
+  free(host);
+  if (e != CL_SUCCESS) {
+    fprintf(stderr, "variant_ab: could not allocate the buffers (%d)\n", (int)e);
+    return 1;
+  }
+  const clnorm_op o = (clnorm_op)op;
+  const int rms = o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
+  const int bwd = o == CLNORM_OP_LAYERNORM_BWD || o == CLNORM_OP_RMSNORM_BWD;
+  const int add = o == CLNORM_OP_ADD_LAYERNORM || o == CLNORM_OP_ADD_RMSNORM;
+  clnorm_call c = {.op = o, .rows = rows, .cols = cols, .dtype = dt, .eps = 1e-5f};
+  c.gamma = gamma;
+  if (!rms && !bwd)
+    c.beta = beta;
+  c.rstd = rstd;
+  if (!rms)
+    c.mean = mean;
+  if (bwd) {
+    c.dgamma = dgamma;
+    c.dbeta = rms ? NULL : dbeta;
+    /* the backward reads the statistics of a forward call on set 0 */
+    clnorm_call f = {.op = rms ? CLNORM_OP_RMSNORM : CLNORM_OP_LAYERNORM, .rows = rows,
+                     .cols = cols, .dtype = dt, .eps = 1e-5f};
+    f.x = (clnorm_rows){x[0], 0, 0};
+    f.y = (clnorm_rows){y[0], 0, 0};
+    f.mean = rms ? NULL : mean;
+    f.rstd = rstd;
+    if (clnorm_run(ctx, queue, &f, NULL, 0, NULL, NULL) != CLNORM_OK) {
+      fprintf(stderr, "variant_ab: the forward call failed: %s\n", clnorm_ctx_errmsg(ctx));
+      return 1;
+    }
+  }
+  const double copy = tool_copy_gbps(context, queue, dev.device, (size_t)256 << 20,
+                                     ctx->info.stream_stores, NULL, err, sizeof err);
+  if (copy <= 0) {
+    fprintf(stderr, "variant_ab: %s\n", err);
+    return 1;
+  }
+  static double times[MAX_VARIANTS][MAX_ROUNDS];
+  for (int round = -2; round < rounds; round++) {
+    for (int j = 0; j < nv; j++) {
+      const int k = (j + round + 2) % nv;
+      const size_t s = ((size_t)(round + 2) * (size_t)nv + (size_t)j) % nsets;
+      c.x = (clnorm_rows){x[s], 0, 0};
+      c.y = (clnorm_rows){y[s], 0, 0};
+      if (bwd)
+        c.dy = (clnorm_rows){r[s], 0, 0};
+      if (add)
+        c.residual = (clnorm_rows){r[s], 0, 0};
+      /* a call may enqueue several kernels: from a marker before it to the end of its event */
+      cl_event before, ev;
+      if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &before) != CL_SUCCESS) {
+        fprintf(stderr, "variant_ab: clEnqueueMarkerWithWaitList failed\n");
+        return 1;
+      }
+      if (clnorm_run(ctx, queue, &c, forced[k] ? &v[k] : NULL, 0, NULL, &ev) != CLNORM_OK) {
+        fprintf(stderr, "variant_ab: %s: %s\n", argv[a + 3 + k], clnorm_ctx_errmsg(ctx));
+        return 1;
+      }
+      const double t = tool_span_seconds(before, ev, NULL); /* releases both */
+      if (!(t > 0)) {
+        fprintf(stderr, "variant_ab: no profiling time for the call\n");
+        return 1;
+      }
+      if (round >= 0)
+        times[k][round] = t;
+    }
+  }
+  const double moved = tool_op_bytes(&c);
+  printf("variant_ab on %s, %s %s %zu x %zu, %d rounds, copy %.1f GB/s (same process)\n",
+         dev.name, argv[a], argv[a + 1], rows, cols, rounds, copy);
+  for (int k = 0; k < nv; k++) {
+    clnorm_variant shown = v[k];
+    if (!forced[k] && clnorm_choose(ctx, &c, &shown, NULL) != CLNORM_OK)
+      memset(&shown, 0, sizeof shown);
+    char name[96];
+    clnorm_variant_format(&shown, name, sizeof name);
+    const double gbps = moved / tool_median(times[k], (size_t)rounds) / 1e9;
+    printf("  %-5s %-52s %8.1f GB/s  %.2f of copy\n", forced[k] ? "" : "auto", name, gbps,
+           gbps / copy);
+  }
+  for (size_t s = 0; s < nsets; s++) {
+    clReleaseMemObject(x[s]);
+    clReleaseMemObject(y[s]);
+    clReleaseMemObject(r[s]);
+  }
+  cl_mem rest[] = {gamma, beta, mean, rstd, dgamma, dbeta};
+  for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+    clReleaseMemObject(rest[i]);
+  clnorm_ctx_destroy(ctx);
+  clReleaseCommandQueue(queue);
+  clReleaseContext(context);
+  return 0;
+}
