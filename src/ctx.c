@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static cl_int device_string(cl_device_id device, cl_device_info what, char *buf, size_t size) {
   buf[0] = '\0';
@@ -26,6 +27,18 @@ static int pocl_before_6(const char *platform_version) {
 static int env_switch(const char *name, int dflt) {
   const char *v = getenv(name);
   return v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) ? v[0] == '1' : dflt;
+}
+
+/* The row buffers' budget per work-group: 2 MiB, or a quarter of the stack limit where that is
+ * less (PoCL runs a group on a thread whose stack glibc sizes from that limit; unlimited: the
+ * 2 MiB). */
+static size_t row_buffer_budget(void) {
+  struct rlimit lim;
+  size_t budget = CLNORM_ROW_BUFFER_GROUP_BYTES;
+  if (getrlimit(RLIMIT_STACK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      lim.rlim_cur / 4 < budget)
+    budget = (size_t)(lim.rlim_cur / 4);
+  return budget;
 }
 
 static clnorm_status read_device_info(clnorm_ctx *ctx) {
@@ -74,7 +87,7 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->stream_stores = env_switch("CLNORM_STREAM_STORES", pocl_cpu);
   info->prefetch = env_switch("CLNORM_PREFETCH", pocl_cpu);
   info->unaligned = env_switch("CLNORM_UNALIGNED", (info->type & CL_DEVICE_TYPE_CPU) != 0);
-  info->rbuf = env_switch("CLNORM_ROW_BUFFER", pocl_cpu) ? CLNORM_ROW_BUFFER_SIZE : 0;
+  info->rbuf_bytes = env_switch("CLNORM_ROW_BUFFER", pocl_cpu) ? row_buffer_budget() : 0;
   return CLNORM_OK;
 }
 

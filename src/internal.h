@@ -42,12 +42,15 @@ typedef struct clnorm_device_info {
    * vector access costs what an aligned one does (docs/DEVICES.md). CLNORM_UNALIGNED=0/1
    * overrides. */
   int unaligned;
-  /* Floats of a private row buffer (-DRBUF): a CPU's fused-add forward kernels with one
-   * work-item per row keep a 16-bit row's values (x + residual, rounded) of at most this many
-   * elements as floats, so that the later passes neither re-read both rows nor convert and round
-   * again (cl/common.cl, RB). PoCL's CPU device: CLNORM_ROW_BUFFER_SIZE; 0 (no buffer) everywhere
-   * else. CLNORM_ROW_BUFFER=0/1 overrides. */
-  unsigned rbuf;
+  /* Bytes a work-group's private row buffers may take in all (0: no buffer; -DRBUF, RB in
+   * cl/common.cl): a CPU's fused-add kernels with one work-item per row keep a 16-bit row's values
+   * (x + residual, rounded) as floats, so that the later passes neither re-read both rows nor
+   * convert and round again. PoCL gives every work-item of a group its own copy of a private
+   * array, on the stack of the thread that runs the group (a group of 256 work-items with 32 KiB
+   * each overflowed the 8 MiB stack: docs/DEVICES.md), so each program's buffer is this budget
+   * over its work-group size (clnorm__row_buffer). PoCL's CPU device: 2 MiB, or a quarter of the
+   * stack limit where that is less; 0 everywhere else. CLNORM_ROW_BUFFER=0/1 overrides. */
+  size_t rbuf_bytes;
 } clnorm_device_info;
 
 /* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
@@ -184,8 +187,13 @@ cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key)
 
 /* variants.c: the variant space, shared by the dispatcher and the tuner. */
 #define CLNORM_HOLD_MAX_FLOATS 64 /* private floats per work-item for a held row */
-/* Floats of the CPU kernels' private row buffer (32 KiB: a core's L1 data cache or most of it) */
+/* The most floats of a work-item's private row buffer (32 KiB: a core's L1 data cache or most
+ * of it), and the most bytes of a work-group's row buffers together */
 #define CLNORM_ROW_BUFFER_SIZE 8192u
+#define CLNORM_ROW_BUFFER_GROUP_BYTES ((size_t)2 << 20)
+/* Floats of the row buffer of a program whose work-groups have wg work-items (a multiple of 16;
+ * 0: none, also where fewer than 256 floats would be left to each work-item) */
+unsigned clnorm__row_buffer(const clnorm_device_info *info, unsigned wg);
 size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
                             clnorm_variant *out, size_t cap);
 int clnorm__op_backward(clnorm_op op);

@@ -20,6 +20,13 @@ static const char *kernel_name(clnorm_op op, int split, int which) {
   return clnorm__op_rms(op) ? "rmsnorm_fwd" : "layernorm_fwd";
 }
 
+unsigned clnorm__row_buffer(const clnorm_device_info *info, unsigned wg) {
+  size_t floats = info->rbuf_bytes / (sizeof(float) * (wg ? wg : 1)) / 16 * 16;
+  if (floats > CLNORM_ROW_BUFFER_SIZE)
+    floats = CLNORM_ROW_BUFFER_SIZE;
+  return floats < 256 ? 0 : (unsigned)floats;
+}
+
 /* The canonical options string: options in a fixed, sorted order. */
 static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
                            const clnorm_variant *v, int split, char *buf, size_t size) {
@@ -29,7 +36,7 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   snprintf(buf, size,
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DPREFETCH=%d -DRBUF=%u -DREDUCE=%u -DRMS=%d "
            "-DRVEC=%u -DSPLIT=%d -DSTATS=%u -DSTREAM=%d -DTPR=%u -DUNALIGNED=%d -DVEC=%u -DWG=%u",
-           std, add, (unsigned)dtype, v->hold, info->prefetch, info->rbuf, (unsigned)v->reduce,
+           std, add, (unsigned)dtype, v->hold, info->prefetch, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce,
            clnorm__op_rms(op), clnorm__reduce_vec(info), split, (unsigned)v->stats,
            info->stream_stores, v->tpr, info->unaligned, v->vec, v->wg);
 }

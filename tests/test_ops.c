@@ -855,6 +855,44 @@ static void zero_rows_backward(clnorm_op op, clnorm_dtype dtype) {
   clReleaseMemObject(db);
 }
 
+/* The fused add with one work-item per row in work-groups of every size the device lists for
+ * it, 16-bit rows: on PoCL's CPU device these kernels keep each row in a private buffer, and PoCL
+ * gives every work-item of a group its own copy on one thread's stack. With 32 KiB per work-item
+ * a group of 256 overflowed the 8 MiB stack (SIGSEGV, test_random --seed 3 case 221 of
+ * random_aligned, 2026-11-25); the buffer is now sized from the group (clnorm__row_buffer). Rows
+ * of 250 and 509 elements fit the buffer of groups up to 1024 work-items. */
+static void large_groups(void) {
+  for (int o = CLNORM_OP_ADD_LAYERNORM; o <= CLNORM_OP_ADD_RMSNORM; o++)
+    for (int d = 1; d <= 2; d++) {
+      const clnorm_op op = (clnorm_op)o;
+      const clnorm_dtype dtype = (clnorm_dtype)d;
+      const size_t nv = clnorm_variant_list(h.ctx, op, dtype, NULL, 0);
+      clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
+      if (!vars) {
+        fprintf(stderr, "test_ops: out of memory\n");
+        exit(1);
+      }
+      clnorm_variant_list(h.ctx, op, dtype, vars, nv);
+      size_t runs = 0;
+      for (size_t i = 0; i < nv; i++) {
+        const clnorm_variant *v = &vars[i];
+        if (v->tpr != 1 || v->hold != 0 || v->vec != 16 || v->wg < 64)
+          continue;
+        if (op == CLNORM_OP_ADD_LAYERNORM && v->stats != CLNORM_STATS_TWOPASS)
+          continue;
+        const layout dense = {0, 0, 0, 0};
+        char label[64];
+        snprintf(label, sizeof label, "large groups, wg=%u", v->wg);
+        run(op, dtype, 2 * (size_t)v->wg + 3, 250, &dense, v, -1, label);
+        run(op, dtype, (size_t)v->wg + 1, 509, &dense, v, 1, label);
+        runs += 2;
+      }
+      free(vars);
+      printf("  %s %s: %zu runs in work-groups of 64 or more work-items, one per row\n",
+             clnorm_op_name(op), clnorm_dtype_name(dtype), runs);
+    }
+}
+
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "forward";
   char title[64];
@@ -873,6 +911,7 @@ int main(int argc, char **argv) {
       sweep(CLNORM_OP_ADD_LAYERNORM, (clnorm_dtype)d);
       sweep(CLNORM_OP_ADD_RMSNORM, (clnorm_dtype)d);
     }
+    large_groups();
   } else if (strcmp(part, "backward") == 0) {
     for (int d = 0; d <= 2; d++) {
       sweep(CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d);
