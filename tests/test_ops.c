@@ -17,6 +17,7 @@
  * (bitwise). */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "internal.h" /* clnorm__row_buffer: the fused add's row buffer (large_groups) */
 #include <float.h>
 
 #include <math.h>
@@ -857,10 +858,11 @@ static void zero_rows_backward(clnorm_op op, clnorm_dtype dtype) {
 
 /* The fused add with one work-item per row in work-groups of every size the device lists for
  * it, 16-bit rows: on PoCL's CPU device these kernels keep each row in a private buffer, and PoCL
- * gives every work-item of a group its own copy on one thread's stack. With 32 KiB per work-item
- * a group of 256 overflowed the 8 MiB stack (SIGSEGV, test_random --seed 3 case 221 of
- * random_aligned, 2026-11-25); the buffer is now sized from the group (clnorm__row_buffer). Rows
- * of 250 and 509 elements fit the buffer of groups up to 1024 work-items. */
+ * gives every work-item of a group its own copy on one thread's stack. With 8192 floats a
+ * work-item, a group of 256 overflowed the 8 MiB stack (SIGSEGV, test_random --seed 3 case 221 of
+ * random_aligned, 2026-11-25); the buffer is now sized from the group (clnorm__row_buffer). Each
+ * group size runs rows of the longest the buffer takes, one element more (which the buffer does
+ * not take), and 8192 elements, the most any buffer takes. */
 static void large_groups(void) {
   for (int o = CLNORM_OP_ADD_LAYERNORM; o <= CLNORM_OP_ADD_RMSNORM; o++)
     for (int d = 1; d <= 2; d++) {
@@ -881,11 +883,15 @@ static void large_groups(void) {
         if (op == CLNORM_OP_ADD_LAYERNORM && v->stats != CLNORM_STATS_TWOPASS)
           continue;
         const layout dense = {0, 0, 0, 0};
-        char label[64];
-        snprintf(label, sizeof label, "large groups, wg=%u", v->wg);
-        run(op, dtype, 2 * (size_t)v->wg + 3, 250, &dense, v, -1, label);
-        run(op, dtype, (size_t)v->wg + 1, 509, &dense, v, 1, label);
-        runs += 2;
+        const size_t rows = (v->wg < 256 ? v->wg : 256) + 1;
+        const size_t fit = clnorm__row_buffer(&h.ctx->info, v->wg);
+        const size_t cols[3] = {fit ? fit : 250, fit + 1, CLNORM_ROW_BUFFER_SIZE};
+        for (int c = 0; c < 3; c++) {
+          char label[80];
+          snprintf(label, sizeof label, "wg=%u, row buffer of %zu floats", v->wg, fit);
+          run(op, dtype, rows, cols[c], &dense, v, c == 1 ? 1 : -1, label);
+          runs++;
+        }
       }
       free(vars);
       printf("  %s %s: %zu runs in work-groups of 64 or more work-items, one per row\n",
