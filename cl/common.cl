@@ -497,6 +497,20 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
 #define RB 0
 #endif
 
+/* ADD_SUM_OUT(i, h): in a forward kernel's output loop, the fused add's part for vector i whose
+ * value (x + residual, rounded) is h: stored to sum_out where the call asked for it (`so`,
+ * `has_sum`), and the next row's residual prefetched (`rn`). Nothing without ADD. */
+#if ADD
+#define ADD_SUM_OUT(i, h)                                                                          \
+  do {                                                                                             \
+    if (has_sum)                                                                                   \
+      STOREV(so, (i), (h));                                                                        \
+    PREFETCH_V(rn, (i));                                                                           \
+  } while (0)
+#else
+#define ADD_SUM_OUT(i, h) ((void)0)
+#endif
+
 /* OUT_HEAD(p, n): where the output loop of a row starts its vectors, in elements from the row's
  * start p (n elements). With UNALIGNED and STREAM (a CPU, one work-item per row, the row not
  * held) the first element at which p is aligned to a vector, so that the output vectors stream

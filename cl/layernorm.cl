@@ -102,35 +102,34 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     const bool rb = ncols <= RBUF;
 #define LN_D_RB(i) (RB_PUTV(rbuf, (i), SRCV(i)) - pivot)
 #define LN_DD_RB(i) squarev(RB_GETV(rbuf, (i)) - pivot - mean_d)
-    if (rb) {
+    if (rb)
       SUM_UNHELD(sum, LN_D_RB);
-      for (uint j = nvec * VEC; j < ncols; j++) {
-        rbuf[j] = SRC1(j);
-        sum += rbuf[j] - pivot;
-      }
-    } else
+    else
 #endif
-    {
       SUM_UNHELD(sum, LN_D);
-      for (uint j = nvec * VEC + lane; j < ncols; j += TPR)
-        sum += SRC1(j) - pivot;
+    for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
+      const float h = SRC1(j);
+#if LN_RB
+      if (rb)
+        rbuf[j] = h;
+#endif
+      sum += h - pivot;
     }
     float mean_d = row_sum(sum, scratch) / (float)cols;
 #if LN_RB
-    if (rb) {
+    if (rb)
       SUM_UNHELD(sq, LN_DD_RB);
-      for (uint j = nvec * VEC; j < ncols; j++) {
-        const float dd = rbuf[j] - pivot - mean_d;
-        sq += dd * dd;
-      }
-    } else
+    else
 #endif
-    {
       SUM_UNHELD(sq, LN_DD);
-      for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
-        const float dd = SRC1(j) - pivot - mean_d;
-        sq += dd * dd;
-      }
+    for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
+#if LN_RB
+      const float h = rb ? rbuf[j] : SRC1(j);
+#else
+      const float h = SRC1(j);
+#endif
+      const float dd = h - pivot - mean_d;
+      sq += dd * dd;
     }
     const float var = row_sum(sq, scratch) / (float)cols;
 #else
@@ -195,16 +194,6 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global const stype *const ro = rr + head;
     __global stype *const so = sr + head;
 #endif
-#if ADD
-#define LN_SUM_OUT(i, h)                                                                           \
-  do {                                                                                             \
-    if (has_sum)                                                                                   \
-      STOREV(so, (i), (h));                                                                        \
-    PREFETCH_V(rn, (i));                                                                           \
-  } while (0)
-#else
-#define LN_SUM_OUT(i, h) ((void)0)
-#endif
     /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
 #define LN_OUT(HV)                                                                                 \
   FOR_VECS(i, k, nvo) {                                                                            \
@@ -214,7 +203,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
       o *= LOADV(go, i);                                                                           \
     if (has_beta)                                                                                  \
       o += LOADV(bo, i);                                                                           \
-    LN_SUM_OUT(i, h);                                                                              \
+    ADD_SUM_OUT(i, h);                                                                              \
     PREFETCH_V(xn, i);                                                                             \
     STOREV(yo, i, o);                                                                              \
   }

@@ -38,11 +38,9 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #if RB
     const bool rb = ncols <= RBUF;
 #define RMS_SQ_RB(i) squarev(RB_PUTV(rbuf, (i), SRCV(i)))
-    if (rb) {
+    if (rb)
       SUM_UNHELD(sq, RMS_SQ_RB);
-      for (uint j = nvec * VEC; j < ncols; j++)
-        rbuf[j] = SRC1(j);
-    } else
+    else
 #endif
       SUM_UNHELD(sq, RMS_SQ);
 #else
@@ -57,6 +55,10 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #endif
     for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
       const float h = SRC1(i);
+#if RB
+      if (rb)
+        rbuf[i] = h;
+#endif
       sq += h * h;
     }
     sq = row_sum(sq, scratch);
@@ -91,16 +93,6 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global const stype *const ro = rr + head;
     __global stype *const so = sr + head;
 #endif
-#if ADD
-#define RMS_SUM_OUT(i, h)                                                                          \
-  do {                                                                                             \
-    if (has_sum)                                                                                   \
-      STOREV(so, (i), (h));                                                                        \
-    PREFETCH_V(rn, (i));                                                                           \
-  } while (0)
-#else
-#define RMS_SUM_OUT(i, h) ((void)0)
-#endif
     /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
 #define RMS_OUT(HV)                                                                                \
   FOR_VECS(i, k, nvo) {                                                                            \
@@ -108,7 +100,7 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     floatv o = h * rstd;                                                                           \
     if (has_gamma)                                                                                 \
       o *= LOADV(go, i);                                                                           \
-    RMS_SUM_OUT(i, h);                                                                             \
+    ADD_SUM_OUT(i, h);                                                                             \
     PREFETCH_V(xn, i);                                                                             \
     STOREV(yo, i, o);                                                                              \
   }

@@ -191,9 +191,6 @@ cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key)
  * of it), and the most bytes of a work-group's row buffers together */
 #define CLNORM_ROW_BUFFER_SIZE 8192u
 #define CLNORM_ROW_BUFFER_GROUP_BYTES ((size_t)2 << 20)
-/* Floats of the row buffer of a program whose work-groups have wg work-items (a multiple of 16;
- * 0: none, also where fewer than 256 floats would be left to each work-item) */
-unsigned clnorm__row_buffer(const clnorm_device_info *info, unsigned wg);
 size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
                             clnorm_variant *out, size_t cap);
 int clnorm__op_backward(clnorm_op op);
@@ -229,6 +226,9 @@ clnorm_status clnorm__validate(clnorm_ctx *ctx, cl_command_queue queue, const cl
                                cl_uint num_wait, const cl_event *wait_list);
 
 /* program.c: built programs, cached by their options string (keyed by the packed variant). */
+/* Floats (-DRBUF) of the row buffer of a program whose work-groups have wg work-items (a
+ * multiple of 16; 0: none, also where fewer than 256 floats would be left to each work-item) */
+unsigned clnorm__row_buffer(const clnorm_device_info *info, unsigned wg);
 clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
                                   const clnorm_variant *v, int split, clnorm_program **out);
 clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op, int which,
