@@ -1,15 +1,17 @@
 /* The CPU kernel options against each other, call by call: one clnorm context per setting of
- * CLNORM_PREFETCH, CLNORM_STREAM_STORES and CLNORM_ROW_BUFFER (read when a context is created), each call of one
- * context followed by the same call of the next, in rotating order, on rotating buffer sets of
- * more than 1.5 GiB. Interleaving is what makes the comparison hold on a shared machine, where
- * one minute's bandwidth is not the next one's (docs/DEVICES.md). Prints, per op, dtype and
- * shape, the median GB/s of each setting (x read and y written; x and the residual read for
- * add_layernorm, which writes no sum; dy, x read and dx written for the backward, which computes
- * no weight gradients), and checks that every setting wrote the same bits (the options change how the
- * bytes move, never the values; the values themselves are checked against the float64 reference
- * by the tests and by `normtune bench`).
+ * the switches below (read when a context is created): every switch on, then each chosen one off
+ * in turn. Each call of one context is followed by the same call of the next, in rotating order,
+ * on rotating buffer sets of more than 1.5 GiB. Interleaving is what makes the comparison hold on
+ * a shared machine, where one minute's bandwidth is not the next one's (docs/DEVICES.md). Prints,
+ * per op, dtype and shape, the median GB/s of each setting (x read and y written; x and the
+ * residual read for add_layernorm, which writes no sum; dy, x read and dx written for the
+ * backward, which computes no weight gradients), timed from a marker enqueued before the call to
+ * the end of its last kernel, and checks that every setting wrote the same bits (the options
+ * change how the bytes move, never the values; the values themselves are checked against the
+ * float64 reference by the tests and by `normtune bench`).
  *
- *   env_ab [--device NAME] [--rounds N] ROWSxCOLS...
+ *   env_ab [--device NAME] [--rounds N] [--switches pf,st,rb,hh] [--dtypes f32,f16,bf16]
+ *          ROWSxCOLS...
  * Exit status: 0, 1 when a call failed or two settings' outputs differ, 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "clnorm.h"
@@ -21,9 +23,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SETTINGS = 4, MAX_SETS = 8, MAX_ROUNDS = 1000 };
-static const char *const settings[SETTINGS][3] = {
-    {"1", "1", "1"}, {"0", "1", "1"}, {"1", "0", "1"}, {"1", "1", "0"}};
+/* The switches: short name, environment variable. */
+enum { SWITCHES = 4, MAX_SETTINGS = SWITCHES + 1, MAX_SETS = 8, MAX_ROUNDS = 1000 };
+static const char *const switches[SWITCHES][2] = {{"pf", "CLNORM_PREFETCH"},
+                                                  {"st", "CLNORM_STREAM_STORES"},
+                                                  {"rb", "CLNORM_ROW_BUFFER"},
+                                                  {"hh", "CLNORM_HW_HALF"}};
+
+/* Setting k: every switch on (k = 0), or switch off[k] off. */
+static void print_setting(FILE *f, const int *off, int k) {
+  if (k == 0)
+    fprintf(f, "all on");
+  else
+    fprintf(f, "%s off", switches[off[k]][0]);
+}
 
 typedef struct sets {
   size_t n;
@@ -105,21 +118,49 @@ static int read_bytes(cl_command_queue queue, cl_mem buf, size_t bytes, unsigned
                      CL_SUCCESS;
 }
 
+/* The entries of the comma-separated list `arg` that match names[0..n) (stride `stride`
+ * pointers apart), as a mask; -1 when an entry matches none. */
+static int parse_list(const char *arg, const char *const *names, int n, int stride) {
+  int mask = 0;
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", arg);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int found = -1;
+    for (int i = 0; i < n; i++)
+      if (strcmp(tok, names[i * stride]) == 0)
+        found = i;
+    if (found < 0)
+      return -1;
+    mask |= 1 << found;
+  }
+  return mask;
+}
+
 int main(int argc, char **argv) {
+  static const clnorm_dtype all_dtypes[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
+  static const char *const dtype_names[] = {"f32", "f16", "bf16"};
   const char *sel = NULL;
-  int rounds = 20, first_shape = argc;
+  int rounds = 20, first_shape = argc, switch_mask = (1 << SWITCHES) - 1, dtype_mask = 7;
   for (int a = 1; a < argc; a++) {
     if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
       sel = argv[++a];
     } else if (strcmp(argv[a], "--rounds") == 0 && a + 1 < argc) {
       rounds = atoi(argv[++a]);
+    } else if (strcmp(argv[a], "--switches") == 0 && a + 1 < argc) {
+      switch_mask = parse_list(argv[++a], &switches[0][0], SWITCHES, 2);
+    } else if (strcmp(argv[a], "--dtypes") == 0 && a + 1 < argc) {
+      dtype_mask = parse_list(argv[++a], dtype_names, 3, 1);
     } else {
       first_shape = a;
       break;
     }
   }
-  if (first_shape >= argc || rounds < 1 || rounds > MAX_ROUNDS) {
-    fprintf(stderr, "usage: env_ab [--device NAME] [--rounds 1..%d] ROWSxCOLS...\n", MAX_ROUNDS);
+  if (first_shape >= argc || rounds < 1 || rounds > MAX_ROUNDS || switch_mask <= 0 ||
+      dtype_mask <= 0) {
+    fprintf(stderr,
+            "usage: env_ab [--device NAME] [--rounds 1..%d] [--switches pf,st,rb,hh] "
+            "[--dtypes f32,f16,bf16] ROWSxCOLS...\n",
+            MAX_ROUNDS);
     return 2;
   }
   char err[512];
@@ -131,23 +172,26 @@ int main(int argc, char **argv) {
     fprintf(stderr, "env_ab: %s\n", err);
     return 1;
   }
-  clnorm_ctx *ctx[SETTINGS];
-  for (int k = 0; k < SETTINGS; k++) {
-    setenv("CLNORM_PREFETCH", settings[k][0], 1);
-    setenv("CLNORM_STREAM_STORES", settings[k][1], 1);
-    setenv("CLNORM_ROW_BUFFER", settings[k][2], 1);
+  int off[MAX_SETTINGS] = {-1}, settings = 1;
+  for (int w = 0; w < SWITCHES; w++)
+    if (switch_mask & (1 << w))
+      off[settings++] = w;
+  clnorm_ctx *ctx[MAX_SETTINGS];
+  for (int k = 0; k < settings; k++) {
+    for (int w = 0; w < SWITCHES; w++)
+      setenv(switches[w][1], k > 0 && off[k] == w ? "0" : "1", 1);
     if (clnorm_ctx_create(context, dev.device, &ctx[k]) != CLNORM_OK) {
       fprintf(stderr, "env_ab: clnorm_ctx_create failed\n");
       return 1;
     }
   }
-  printf("env_ab on %s, %d rounds, median GB/s of each setting (pf: CLNORM_PREFETCH, st: "
-         "CLNORM_STREAM_STORES, rb: CLNORM_ROW_BUFFER)\n",
-         dev.name, rounds);
+  printf("env_ab on %s, %d rounds, median GB/s of each setting (", dev.name, rounds);
+  for (int w = 0; w < SWITCHES; w++)
+    printf("%s%s: %s", w ? ", " : "", switches[w][0], switches[w][1]);
+  printf(")\n");
   static const clnorm_op ops[] = {CLNORM_OP_LAYERNORM, CLNORM_OP_RMSNORM,
                                   CLNORM_OP_ADD_LAYERNORM, CLNORM_OP_LAYERNORM_BWD};
-  static const clnorm_dtype dtypes[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
-  static double times[SETTINGS][MAX_ROUNDS];
+  static double times[MAX_SETTINGS][MAX_ROUNDS];
   int status = 0;
   for (int a = first_shape; a < argc; a++) {
     size_t rows, cols;
@@ -155,31 +199,40 @@ int main(int argc, char **argv) {
       fprintf(stderr, "env_ab: %s is not ROWSxCOLS\n", argv[a]);
       return 2;
     }
-    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+    for (int d = 0; d < 3; d++) {
+      if (!(dtype_mask & (1 << d)))
+        continue;
+      const clnorm_dtype dtype = all_dtypes[d];
       sets s;
-      if (!make_sets(context, rows, cols, dtypes[d], &s)) {
+      if (!make_sets(context, rows, cols, dtype, &s)) {
         fprintf(stderr, "env_ab: %s: could not allocate the buffers\n", argv[a]);
         return 1;
       }
-      const size_t bytes = rows * cols * (dtypes[d] == CLNORM_F32 ? 4 : 2);
+      const size_t bytes = rows * cols * (dtype == CLNORM_F32 ? 4 : 2);
       for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
         /* The backward reads the mean and rstd of set 0's forward: made once, before timing */
-        const clnorm_call fwd = make_call(CLNORM_OP_LAYERNORM, rows, cols, dtypes[d], &s, 0);
+        const clnorm_call fwd = make_call(CLNORM_OP_LAYERNORM, rows, cols, dtype, &s, 0);
         if (clnorm_run(ctx[0], queue, &fwd, NULL, 0, NULL, NULL) != CLNORM_OK)
           status = 1;
         unsigned char *first = NULL;
         for (int r = -2; r < rounds && status == 0; r++) {
-          for (int j = 0; j < SETTINGS && status == 0; j++) {
-            const int k = (j + r + 2) % SETTINGS;
-            const size_t set = ((size_t)(r + 2) * SETTINGS + (size_t)j) % s.n;
-            const clnorm_call c = make_call(ops[o], rows, cols, dtypes[d], &s, set);
-            cl_event ev;
-            if (clnorm_run(ctx[k], queue, &c, NULL, 0, NULL, &ev) != CLNORM_OK) {
-              fprintf(stderr, "env_ab: %s\n", clnorm_ctx_errmsg(ctx[k]));
+          for (int j = 0; j < settings && status == 0; j++) {
+            const int k = (j + r + 2) % settings;
+            const size_t set = ((size_t)(r + 2) * (size_t)settings + (size_t)j) % s.n;
+            const clnorm_call c = make_call(ops[o], rows, cols, dtype, &s, set);
+            cl_event marker, ev;
+            if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &marker) != CL_SUCCESS) {
+              fprintf(stderr, "env_ab: could not enqueue a marker\n");
               status = 1;
               break;
             }
-            const double t = tool_event_seconds(ev); /* releases ev */
+            if (clnorm_run(ctx[k], queue, &c, NULL, 0, NULL, &ev) != CLNORM_OK) {
+              fprintf(stderr, "env_ab: %s\n", clnorm_ctx_errmsg(ctx[k]));
+              clReleaseEvent(marker);
+              status = 1;
+              break;
+            }
+            const double t = tool_span_seconds(marker, ev, NULL); /* releases both */
             if (!(t > 0)) {
               fprintf(stderr, "env_ab: no profiling time for the call\n");
               status = 1;
@@ -189,8 +242,8 @@ int main(int argc, char **argv) {
           }
         }
         /* the same call on set 0 under every setting: the same bits */
-        for (int k = 0; k < SETTINGS && status == 0; k++) {
-          const clnorm_call c = make_call(ops[o], rows, cols, dtypes[d], &s, 0);
+        for (int k = 0; k < settings && status == 0; k++) {
+          const clnorm_call c = make_call(ops[o], rows, cols, dtype, &s, 0);
           unsigned char *out = NULL;
           if (clnorm_run(ctx[k], queue, &c, NULL, 0, NULL, NULL) != CLNORM_OK ||
               !read_bytes(queue, s.y[0], bytes, &out)) {
@@ -199,11 +252,10 @@ int main(int argc, char **argv) {
             first = out;
             out = NULL;
           } else if (memcmp(first, out, bytes) != 0) {
-            fprintf(stderr,
-                    "env_ab: %s %s %s: pf=%s st=%s rb=%s wrote other bits than pf=%s st=%s rb=%s\n",
-                    clnorm_op_name(ops[o]), clnorm_dtype_name(dtypes[d]), argv[a],
-                    settings[k][0], settings[k][1], settings[k][2], settings[0][0], settings[0][1],
-                    settings[0][2]);
+            fprintf(stderr, "env_ab: %s %s %s: ", clnorm_op_name(ops[o]),
+                    clnorm_dtype_name(dtype), argv[a]);
+            print_setting(stderr, off, k);
+            fprintf(stderr, " wrote other bits than all on\n");
             status = 1;
           }
           free(out);
@@ -213,11 +265,13 @@ int main(int argc, char **argv) {
           break;
         const int three = ops[o] == CLNORM_OP_LAYERNORM_BWD || ops[o] == CLNORM_OP_ADD_LAYERNORM;
         const double moved = (three ? 3.0 : 2.0) * (double)bytes;
-        printf("%-13s %-4s %8zu x %-8zu", clnorm_op_name(ops[o]), clnorm_dtype_name(dtypes[d]),
+        printf("%-13s %-4s %8zu x %-8zu", clnorm_op_name(ops[o]), clnorm_dtype_name(dtype),
                rows, cols);
-        for (int k = 0; k < SETTINGS; k++)
-          printf("  pf=%s st=%s rb=%s %7.1f", settings[k][0], settings[k][1], settings[k][2],
-                 moved / tool_median(times[k], (size_t)rounds) / 1e9);
+        for (int k = 0; k < settings; k++) {
+          printf("  ");
+          print_setting(stdout, off, k);
+          printf(" %7.1f", moved / tool_median(times[k], (size_t)rounds) / 1e9);
+        }
         printf("  same bits\n");
         fflush(stdout);
       }
@@ -226,7 +280,7 @@ int main(int argc, char **argv) {
         break;
     }
   }
-  for (int k = 0; k < SETTINGS; k++)
+  for (int k = 0; k < settings; k++)
     clnorm_ctx_destroy(ctx[k]);
   clReleaseCommandQueue(queue);
   clReleaseContext(context);

@@ -31,6 +31,9 @@
 #ifndef UNALIGNED /* 1: row starts need only the element's alignment (CPU devices) */
 #define UNALIGNED 0
 #endif
+#ifndef HWHALF /* 1: half vectors convert through x86 F16C instructions (cl/common.cl) */
+#define HWHALF 0
+#endif
 
 #define RPG (WG / TPR) /* rows per work-group */
 
@@ -168,7 +171,56 @@ inline ushort half_bits1(float v) {
 }
 #define LOAD1(p, i) half_load1((p), (i))
 #define STORE1(p, i, v) PUT(&((__global ushort *)(p))[(i)], half_bits1(v))
-#if VEC == 1
+/* HWHALF (PoCL's CPU device; CLNORM_HW_HALF): where the kernel compiler targets x86 with F16C,
+ * vectors of 8 and 16 halves convert through the instructions themselves, vcvtph2ps and
+ * vcvtps2ph (rounding to nearest even, as vstore_half_rte), 16 at a time with AVX-512F. PoCL 5
+ * builds its vloada_half16 from two 8-wide conversions and an insert, and its stores alike
+ * (docs/DEVICES.md); the 16-bit kernels are bound by their instructions there. Elsewhere (other
+ * compilers, other CPUs, other widths) the built-ins below, which give the same bits. */
+#ifdef __has_builtin
+#define HAS_BUILTIN(f) __has_builtin(f)
+#else
+#define HAS_BUILTIN(f) 0
+#endif
+#if HWHALF && defined(__x86_64__) && defined(__F16C__) && (VEC == 8 || VEC == 16) &&             \
+    HAS_BUILTIN(__builtin_ia32_vcvtph2ps256) && HAS_BUILTIN(__builtin_ia32_vcvtps2ph256)
+#define X86_HALF 1
+typedef short x86_h8 __attribute__((__vector_size__(16)));
+typedef float x86_f8 __attribute__((__vector_size__(32)));
+inline float8 x86_h2f8(ushort8 b) {
+  return __builtin_astype(__builtin_ia32_vcvtph2ps256(__builtin_astype(b, x86_h8)), float8);
+}
+inline ushort8 x86_f2h8(float8 v) {
+  return __builtin_astype(__builtin_ia32_vcvtps2ph256(__builtin_astype(v, x86_f8), 0), ushort8);
+}
+#if VEC == 8
+#define x86_h2f x86_h2f8
+#define x86_f2h x86_f2h8
+#elif defined(__AVX512F__) && HAS_BUILTIN(__builtin_ia32_vcvtph2ps512_mask) &&                   \
+    HAS_BUILTIN(__builtin_ia32_vcvtps2ph512_mask)
+typedef short x86_h16 __attribute__((__vector_size__(32)));
+typedef float x86_f16 __attribute__((__vector_size__(64)));
+/* all 16 lanes (mask 0xFFFF); 4: the rounding of MXCSR, which a conversion to float never uses */
+inline float16 x86_h2f(ushort16 b) {
+  const x86_f16 unused = __builtin_astype((float16)(0.0f), x86_f16);
+  return __builtin_astype(
+      __builtin_ia32_vcvtph2ps512_mask(__builtin_astype(b, x86_h16), unused, (ushort)0xFFFF, 4),
+      float16);
+}
+/* 0: to nearest even */
+inline ushort16 x86_f2h(float16 v) {
+  const x86_h16 unused = __builtin_astype((ushort16)(0), x86_h16);
+  return __builtin_astype(
+      __builtin_ia32_vcvtps2ph512_mask(__builtin_astype(v, x86_f16), 0, unused, (ushort)0xFFFF),
+      ushort16);
+}
+#else
+inline float16 x86_h2f(ushort16 b) { return (float16)(x86_h2f8(b.lo), x86_h2f8(b.hi)); }
+inline ushort16 x86_f2h(float16 v) { return (ushort16)(x86_f2h8(v.lo), x86_f2h8(v.hi)); }
+#endif
+#define LOADV(p, i) x86_h2f(VLOAD(__global const ushortv *, (__global const ushort *)(p), (i)))
+#define STOREV(p, i, v) VPUT(ushortv, (__global ushort *)(p), (i), x86_f2h(v))
+#elif VEC == 1
 #define LOADV(p, i) LOAD1((p), (i))
 #define STOREV(p, i, v) STORE1((p), (i), (v))
 #else
@@ -217,7 +269,9 @@ inline ushort half_bits1(float v) {
  * instruction each way where HALF_ROUND takes a dozen; the fused add rounds in every pass.
  * Single elements through the 4-wide conversions, as above. */
 inline float round1(float v) { return half_from_bits1(half_bits1(v)); }
-#if VEC == 1
+#if X86_HALF
+inline floatv roundv(floatv v) { return x86_h2f(x86_f2h(v)); }
+#elif VEC == 1
 inline floatv roundv(floatv v) { return round1(v); }
 #else
 inline floatv roundv(floatv v) {

@@ -36,6 +36,11 @@ typedef struct clnorm_device_info {
    * row only): PoCL's CPU device, where reads and writes of a core otherwise take turns
    * (docs/DEVICES.md). CLNORM_PREFETCH=0/1 overrides. */
   int prefetch;
+  /* float16 vectors of 8 and 16 convert through x86's F16C (and AVX-512F) instructions where the
+   * kernel compiler targets them (-DHWHALF, cl/common.cl), not through the vload_half built-ins:
+   * the same bits, fewer instructions (PoCL 5 builds a 16-wide conversion from two 8-wide ones
+   * and an insert; docs/DEVICES.md). PoCL's CPU device. CLNORM_HW_HALF=0/1 overrides. */
+  int hw_half;
   /* Vectors load and store at any element address (vloadN/vstoreN, -DUNALIGNED): a call keeps its
    * variant's vector width whatever its offsets and strides (odd cols included), where otherwise
    * the width narrows to their alignment, down to scalar code. CPU devices, where an unaligned
