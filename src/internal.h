@@ -41,6 +41,11 @@ typedef struct clnorm_device_info {
    * the same bits, fewer instructions (PoCL 5 builds a 16-wide conversion from two 8-wide ones
    * and an insert; docs/DEVICES.md). PoCL's CPU device. CLNORM_HW_HALF=0/1 overrides. */
   int hw_half;
+  /* Build with -w: PoCL's clang prints "N warnings generated." to the process's stderr for every
+   * program, the warnings being -Wpsabi notes on float16 arguments of inline functions where the
+   * target has no AVX-512 (harmless: everything is inlined), and PoCL rejects -Wno-psabi
+   * (docs/DEVICES.md). PoCL's CPU device. */
+  int no_warnings;
   /* Vectors load and store at any element address (vloadN/vstoreN, -DUNALIGNED): a call keeps its
    * variant's vector width whatever its offsets and strides (odd cols included), where otherwise
    * the width narrows to their alignment, down to scalar code. CPU devices, where an unaligned

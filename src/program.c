@@ -36,11 +36,11 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   snprintf(buf, size,
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DRBUF=%u "
            "-DREDUCE=%u -DRMS=%d -DRVEC=%u -DSPLIT=%d -DSTATS=%u -DSTREAM=%d -DTPR=%u "
-           "-DUNALIGNED=%d -DVEC=%u -DWG=%u",
+           "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s",
            std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch,
            clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
            clnorm__reduce_vec(info), split, (unsigned)v->stats, info->stream_stores, v->tpr,
-           info->unaligned, v->vec, v->wg);
+           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");
 }
 
 uint64_t clnorm__kernel_hash(void) {
