@@ -13,18 +13,11 @@
 
 int main(int argc, char **argv) {
   const char *sel = argc > 1 ? argv[1] : NULL;
-  char err[512];
   tool_device dev;
-  if (!tool_pick_device(sel, &dev, err, sizeof err)) {
-    fprintf(stderr, "dispatch_overhead: %s\n", err);
-    return 1;
-  }
   cl_context context;
   cl_command_queue queue;
-  if (!tool_open(&dev, &context, &queue, err, sizeof err)) {
-    fprintf(stderr, "dispatch_overhead: %s\n", err);
+  if (!tool_open_device("dispatch_overhead", sel, &dev, &context, &queue))
     return 1;
-  }
   clnorm_ctx *ctx;
   if (clnorm_ctx_create(context, dev.device, &ctx) != CLNORM_OK)
     return 1;

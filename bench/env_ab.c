@@ -163,15 +163,11 @@ int main(int argc, char **argv) {
             MAX_ROUNDS);
     return 2;
   }
-  char err[512];
   tool_device dev;
   cl_context context;
   cl_command_queue queue;
-  if (!tool_pick_device(sel, &dev, err, sizeof err) ||
-      !tool_open(&dev, &context, &queue, err, sizeof err)) {
-    fprintf(stderr, "env_ab: %s\n", err);
+  if (!tool_open_device("env_ab", sel, &dev, &context, &queue))
     return 1;
-  }
   int off[MAX_SETTINGS] = {-1}, settings = 1;
   for (int w = 0; w < SWITCHES; w++)
     if (switch_mask & (1 << w))

@@ -19,15 +19,15 @@ int main(int argc, char **argv) {
   const char *sel = argc > 1 ? argv[1] : NULL;
   const size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 256;
   const size_t cols = argc > 3 ? strtoul(argv[3], NULL, 10) : 1024;
-  char err[512];
   tool_device dev;
   cl_context context;
   cl_command_queue queue;
-  if (rows == 0 || cols == 0 || !tool_pick_device(sel, &dev, err, sizeof err) ||
-      !tool_open(&dev, &context, &queue, err, sizeof err)) {
-    fprintf(stderr, "startup: %s\n", rows && cols ? err : "rows and cols must be positive");
+  if (rows == 0 || cols == 0) {
+    fprintf(stderr, "startup: rows and cols must be positive\n");
     return 1;
   }
+  if (!tool_open_device("startup", sel, &dev, &context, &queue))
+    return 1;
   const double t_opencl = tool_now();
   clnorm_ctx *ctx;
   if (clnorm_ctx_create(context, dev.device, &ctx) != CLNORM_OK) {

@@ -82,15 +82,11 @@ int main(int argc, char **argv) {
       return usage();
   }
 
-  char err[512];
   tool_device dev;
   cl_context context;
   cl_command_queue queue;
-  if (!tool_pick_device(sel, &dev, err, sizeof err) ||
-      !tool_open(&dev, &context, &queue, err, sizeof err)) {
-    fprintf(stderr, "variant_ab: %s\n", err);
+  if (!tool_open_device("variant_ab", sel, &dev, &context, &queue))
     return 1;
-  }
   clnorm_ctx *ctx;
   if (clnorm_ctx_create(context, dev.device, &ctx) != CLNORM_OK) {
     fprintf(stderr, "variant_ab: clnorm_ctx_create failed\n");
@@ -160,6 +156,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  char err[512];
   const double copy = tool_copy_gbps(context, queue, dev.device, (size_t)256 << 20,
                                      ctx->info.stream_stores, NULL, err, sizeof err);
   if (copy <= 0) {

@@ -117,6 +117,16 @@ int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *que
   return 1;
 }
 
+int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_context *context,
+                     cl_command_queue *queue) {
+  char err[512];
+  if (tool_pick_device(sel, dev, err, sizeof err) &&
+      tool_open(dev, context, queue, err, sizeof err))
+    return 1;
+  fprintf(stderr, "%s: %s\n", prog, err);
+  return 0;
+}
+
 double tool_event_seconds(cl_event event) {
   cl_ulong start = 0, end = 0;
   cl_int e = clWaitForEvents(1, &event);

@@ -29,6 +29,11 @@ int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_si
 int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *queue, char *err,
               size_t err_size);
 
+/* tool_pick_device, then tool_open: the bench tools' start. On failure prints "prog: <why>" to
+ * stderr and returns 0. */
+int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_context *context,
+                     cl_command_queue *queue);
+
 /* Seconds between an event's start and end; releases the event. Negative on failure. */
 double tool_event_seconds(cl_event event);
 
