@@ -175,8 +175,9 @@ inline ushort half_bits1(float v) {
  * vectors of 8 and 16 halves convert through the instructions themselves, vcvtph2ps and
  * vcvtps2ph (rounding to nearest even, as vstore_half_rte), 16 at a time with AVX-512F. PoCL 5
  * builds its vloada_half16 from two 8-wide conversions and an insert, and its stores alike
- * (docs/DEVICES.md); the 16-bit kernels are bound by their instructions there. Elsewhere (other
- * compilers, other CPUs, other widths) the built-ins below, which give the same bits. */
+ * (docs/DEVICES.md). Elsewhere (other compilers, other CPUs, other widths) the built-ins below,
+ * which give the same bits but for a NaN's payload (PoCL 3.1's vstore_half_rte writes 7fff where
+ * vcvtps2ph writes 7e00; test_ops store compares the two). */
 #ifdef __has_builtin
 #define HAS_BUILTIN(f) __has_builtin(f)
 #else

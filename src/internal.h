@@ -38,8 +38,9 @@ typedef struct clnorm_device_info {
   int prefetch;
   /* float16 vectors of 8 and 16 convert through x86's F16C (and AVX-512F) instructions where the
    * kernel compiler targets them (-DHWHALF, cl/common.cl), not through the vload_half built-ins:
-   * the same bits, fewer instructions (PoCL 5 builds a 16-wide conversion from two 8-wide ones
-   * and an insert; docs/DEVICES.md). PoCL's CPU device. CLNORM_HW_HALF=0/1 overrides. */
+   * the same bits but for a NaN's payload, fewer instructions (PoCL 5 builds a 16-wide
+   * conversion from two 8-wide ones and an insert; docs/DEVICES.md). PoCL's CPU device.
+   * CLNORM_HW_HALF=0/1 overrides. */
   int hw_half;
   /* Build with -w: PoCL's clang prints "N warnings generated." to the process's stderr for every
    * program, the warnings being -Wpsabi notes on float16 arguments of inline functions where the

@@ -899,6 +899,185 @@ static void large_groups(void) {
     }
 }
 
+/* The first element at which a and b (n elements of es bytes: 2, half; 4, float) differ other
+ * than by both being NaN (a NaN's sign and payload are not specified); n when none. */
+static size_t first_difference(const unsigned char *a, const unsigned char *b, size_t n,
+                               size_t es) {
+  for (size_t i = 0; i < n; i++) {
+    if (memcmp(a + i * es, b + i * es, es) == 0)
+      continue;
+    if (es == 2) {
+      uint16_t u, v;
+      memcpy(&u, a + i * es, 2);
+      memcpy(&v, b + i * es, 2);
+      if ((u & 0x7C00u) == 0x7C00u && (u & 0x3FFu) && (v & 0x7C00u) == 0x7C00u && (v & 0x3FFu))
+        continue;
+    } else {
+      float u, v;
+      memcpy(&u, a + i * es, 4);
+      memcpy(&v, b + i * es, 4);
+      if (isnan(u) && isnan(v))
+        continue;
+    }
+    return i;
+  }
+  return n;
+}
+
+/* CLNORM_HW_HALF: float16 through x86's F16C instructions (PoCL on x86, where the kernel compiler
+ * has them) against OpenCL's vload_half / vstore_half_rte. Every output of every op, the same
+ * values from a context with the setting on and one with it off (the same bits, but for a NaN's
+ * payload: PoCL 3.1's vstore_half_rte writes 7fff where vcvtps2ph writes 7e00), through the
+ * dispatcher and through
+ * a variant of 16 and one of 8 lanes with one work-item per row, on rows with the largest and the
+ * smallest halves, subnormals, a NaN and an Inf. Where the compiler has no F16C (Oclgrind, GPUs)
+ * both contexts run the same code and the check holds trivially. */
+static void hw_half_same_bits(void) {
+  const char *was = getenv("CLNORM_HW_HALF");
+  char saved[8] = "";
+  if (was)
+    snprintf(saved, sizeof saved, "%s", was);
+  clnorm_ctx *c[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    setenv("CLNORM_HW_HALF", k ? "1" : "0", 1);
+    if (clnorm_ctx_create(h.context, h.device, &c[k]) != CLNORM_OK)
+      harness_fail("hw half: clnorm_ctx_create failed");
+  }
+  if (was)
+    setenv("CLNORM_HW_HALF", saved, 1);
+  else
+    unsetenv("CLNORM_HW_HALF");
+  static const size_t shapes[][2] = {{7, 1000}, {3, 4101}, {64, 512}};
+  const size_t es = 2;
+  size_t compared = 0, runs = 0;
+  for (size_t sh = 0; sh < 3 && c[0] && c[1]; sh++) {
+    const size_t rows = shapes[sh][0], cols = shapes[sh][1], n = rows * cols;
+    float *v = malloc(n * sizeof(float));
+    unsigned char *bytes = malloc(n * es), *got[2] = {malloc(n * es), malloc(n * es)};
+    if (!v || !bytes || !got[0] || !got[1]) {
+      harness_fail("hw half: out of memory");
+      free(v), free(bytes), free(got[0]), free(got[1]);
+      break;
+    }
+    cl_mem in[4]; /* x, residual, dy, gamma and beta (cols elements of the same) */
+    for (int b = 0; b < 3; b++) {
+      random_values(v, n, CLNORM_F16, b == 0 ? 3.0 : 0.0);
+      if (b == 0) { /* the largest and the smallest halves, subnormals; NaN and Inf rows */
+        v[0] = 65504.0f, v[1] = -65504.0f, v[2] = 0x1p-24f, v[3] = -3.0f * 0x1p-24f;
+        v[4] = 1023.0f * 0x1p-24f, v[cols - 1] = 0x1p-14f;
+        v[cols + 7] = NAN, v[2 * cols + 1] = INFINITY;
+      }
+      clnorm_ref_pack(CLNORM_F16, v, n, bytes);
+      in[b] = harness_buffer(&h, n * es, bytes);
+    }
+    random_values(v, cols, CLNORM_F16, 0.0);
+    clnorm_ref_pack(CLNORM_F16, v, cols, bytes);
+    in[3] = harness_buffer(&h, cols * es, bytes);
+    /* outputs: sizes rounded up to 4 bytes, which the NaN fill (a float pattern) needs */
+    const size_t ny = (n * es + 3) / 4 * 4, ng = (cols * es + 3) / 4 * 4;
+    cl_mem y = harness_buffer(&h, ny, NULL), sum = harness_buffer(&h, ny, NULL);
+    cl_mem mean = harness_buffer(&h, rows * 4, NULL), rstd = harness_buffer(&h, rows * 4, NULL);
+    cl_mem dg = harness_buffer(&h, ng, NULL), db = harness_buffer(&h, ng, NULL);
+    for (int o = 0; o <= 5; o++) {
+      const clnorm_op op = (clnorm_op)o;
+      clnorm_call call = {.op = op, .rows = rows, .cols = cols, .dtype = CLNORM_F16,
+                          .eps = 1e-5f};
+      call.x = (clnorm_rows){in[0], 0, 0};
+      call.y = (clnorm_rows){y, 0, 0};
+      call.gamma = in[3];
+      call.beta = is_rms(op) ? NULL : in[3];
+      if (is_bwd(op)) { /* the statistics of x, from the forward of the context with it off */
+        clnorm_call fwd = call;
+        fwd.op = is_rms(op) ? CLNORM_OP_RMSNORM : CLNORM_OP_LAYERNORM;
+        fwd.mean = is_rms(op) ? NULL : mean;
+        fwd.rstd = rstd;
+        if (clnorm_run(c[0], h.queue, &fwd, NULL, 0, NULL, NULL) != CLNORM_OK)
+          harness_fail("hw half: the forward before %s failed", clnorm_op_name(op));
+        call.beta = NULL;
+        call.dy = (clnorm_rows){in[2], 0, 0};
+        call.mean = is_rms(op) ? NULL : mean;
+        call.rstd = rstd;
+        call.dgamma = dg;
+        call.dbeta = is_rms(op) ? NULL : db;
+      } else {
+        call.mean = is_rms(op) ? NULL : mean;
+        call.rstd = rstd;
+      }
+      if (is_add(op)) {
+        call.residual = (clnorm_rows){in[1], 0, 0};
+        call.sum_out = (clnorm_rows){sum, 0, 0};
+      }
+      /* the dispatcher's choice, then the first listed variant of 16 and of 8 lanes, one
+       * work-item per row, row re-read */
+      clnorm_variant list[512], pick[3];
+      const size_t nl = clnorm_variant_list(c[1], op, CLNORM_F16, list, 512);
+      int np = 1;
+      for (unsigned want = 16; want >= 8; want /= 2)
+        for (size_t i = 0; i < nl && i < 512; i++)
+          if (list[i].vec == want && list[i].tpr == 1 && list[i].hold == 0) {
+            pick[np++] = list[i];
+            break;
+          }
+      for (int p = 0; p < np; p++) {
+        /* what each context wrote: y (dx), then sum_out, dgamma, dbeta, mean, rstd */
+        cl_mem outs[6] = {y, is_add(op) ? sum : NULL, is_bwd(op) ? dg : NULL,
+                          is_bwd(op) && !is_rms(op) ? db : NULL,
+                          !is_bwd(op) && !is_rms(op) ? mean : NULL, !is_bwd(op) ? rstd : NULL};
+        const size_t out_bytes[6] = {n * es, n * es, cols * es, cols * es, rows * 4, rows * 4};
+        unsigned char *first[6] = {NULL};
+        for (int k = 0; k < 2; k++) {
+          for (int b = 0; b < 6; b++)
+            if (outs[b])
+              harness_fill(&h, outs[b], b < 2 ? ny : b < 4 ? ng : rows * 4, NAN);
+          const clnorm_status st =
+              clnorm_run(c[k], h.queue, &call, p ? &pick[p] : NULL, 0, NULL, NULL);
+          if (st != CLNORM_OK) {
+            harness_fail("hw half: %s %zux%zu %s with CLNORM_HW_HALF=%d: %s", clnorm_op_name(op),
+                         rows, cols, p ? "forced" : "dispatcher", k, clnorm_ctx_errmsg(c[k]));
+            break;
+          }
+          for (int b = 0; b < 6; b++) {
+            if (!outs[b])
+              continue;
+            unsigned char *buf = k ? got[1] : malloc(out_bytes[b]);
+            if (!buf) {
+              harness_fail("hw half: out of memory");
+              continue;
+            }
+            harness_read(&h, outs[b], out_bytes[b], buf);
+            if (k == 0) {
+              first[b] = buf;
+            } else if (first[b]) {
+              const size_t oes = b < 4 ? es : 4, at = first_difference(first[b], buf,
+                                                                       out_bytes[b] / oes, oes);
+              if (at < out_bytes[b] / oes)
+                harness_fail("hw half: %s %zux%zu (%s, vec %u): output %d differs at element %zu "
+                             "between CLNORM_HW_HALF=0 and 1",
+                             clnorm_op_name(op), rows, cols, p ? "forced" : "dispatcher",
+                             p ? pick[p].vec : 0u, b, at);
+              compared += out_bytes[b];
+            }
+          }
+        }
+        for (int b = 0; b < 6; b++)
+          free(first[b]);
+        runs++;
+      }
+    }
+    cl_mem all[] = {in[0], in[1], in[2], in[3], y, sum, mean, rstd, dg, db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+      clReleaseMemObject(all[i]);
+    free(v), free(bytes), free(got[0]), free(got[1]);
+  }
+  for (int k = 0; k < 2; k++)
+    if (c[k])
+      clnorm_ctx_destroy(c[k]);
+  printf("  float16 with and without CLNORM_HW_HALF: %zu runs, %zu output bytes the same\n", runs,
+         compared);
+  if (runs < 18)
+    harness_fail("hw half: only %zu runs (3 shapes x 6 ops x at least the dispatcher)", runs);
+}
+
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "forward";
   char title[64];
@@ -935,6 +1114,7 @@ int main(int argc, char **argv) {
     }
     for (int d = 1; d <= 2; d++)
       store_rounding((clnorm_dtype)d);
+    hw_half_same_bits();
     for (int d = 0; d <= 2; d++) {
       zero_rows_backward(CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d);
       zero_rows_backward(CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d);
