@@ -118,45 +118,35 @@ static int read_bytes(cl_command_queue queue, cl_mem buf, size_t bytes, unsigned
                      CL_SUCCESS;
 }
 
-/* The entries of the comma-separated list `arg` that match names[0..n) (stride `stride`
- * pointers apart), as a mask; -1 when an entry matches none. */
-static int parse_list(const char *arg, const char *const *names, int n, int stride) {
-  int mask = 0;
-  char buf[128];
-  snprintf(buf, sizeof buf, "%s", arg);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    int found = -1;
-    for (int i = 0; i < n; i++)
-      if (strcmp(tok, names[i * stride]) == 0)
-        found = i;
-    if (found < 0)
-      return -1;
-    mask |= 1 << found;
-  }
-  return mask;
-}
+static const char *switch_name(int i) { return switches[i][0]; }
+static const char *dtype_name(int i) { return clnorm_dtype_name((clnorm_dtype)i); }
 
 int main(int argc, char **argv) {
-  static const clnorm_dtype all_dtypes[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
-  static const char *const dtype_names[] = {"f32", "f16", "bf16"};
   const char *sel = NULL;
-  int rounds = 20, first_shape = argc, switch_mask = (1 << SWITCHES) - 1, dtype_mask = 7;
+  int rounds = 20, first_shape = argc, lists_ok = 1;
+  unsigned switch_mask = (1u << SWITCHES) - 1u, dtype_mask = 7u;
+  char err[640];
   for (int a = 1; a < argc; a++) {
     if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
       sel = argv[++a];
     } else if (strcmp(argv[a], "--rounds") == 0 && a + 1 < argc) {
       rounds = atoi(argv[++a]);
     } else if (strcmp(argv[a], "--switches") == 0 && a + 1 < argc) {
-      switch_mask = parse_list(argv[++a], &switches[0][0], SWITCHES, 2);
+      lists_ok &= tool_parse_names(argv[++a], switch_name, SWITCHES, "--switches", &switch_mask,
+                                   err, sizeof err);
     } else if (strcmp(argv[a], "--dtypes") == 0 && a + 1 < argc) {
-      dtype_mask = parse_list(argv[++a], dtype_names, 3, 1);
+      lists_ok &= tool_parse_names(argv[++a], dtype_name, 3, "--dtypes", &dtype_mask, err,
+                                   sizeof err);
     } else {
       first_shape = a;
       break;
     }
   }
-  if (first_shape >= argc || rounds < 1 || rounds > MAX_ROUNDS || switch_mask <= 0 ||
-      dtype_mask <= 0) {
+  if (!lists_ok) {
+    fprintf(stderr, "env_ab: %s\n", err);
+    return 2;
+  }
+  if (first_shape >= argc || rounds < 1 || rounds > MAX_ROUNDS) {
     fprintf(stderr,
             "usage: env_ab [--device NAME] [--rounds 1..%d] [--switches pf,st,rb,hh] "
             "[--dtypes f32,f16,bf16] ROWSxCOLS...\n",
@@ -170,7 +160,7 @@ int main(int argc, char **argv) {
     return 1;
   int off[MAX_SETTINGS] = {-1}, settings = 1;
   for (int w = 0; w < SWITCHES; w++)
-    if (switch_mask & (1 << w))
+    if (switch_mask & (1u << w))
       off[settings++] = w;
   clnorm_ctx *ctx[MAX_SETTINGS];
   for (int k = 0; k < settings; k++) {
@@ -196,9 +186,9 @@ int main(int argc, char **argv) {
       return 2;
     }
     for (int d = 0; d < 3; d++) {
-      if (!(dtype_mask & (1 << d)))
+      if (!(dtype_mask & (1u << d)))
         continue;
-      const clnorm_dtype dtype = all_dtypes[d];
+      const clnorm_dtype dtype = (clnorm_dtype)d;
       sets s;
       if (!make_sets(context, rows, cols, dtype, &s)) {
         fprintf(stderr, "env_ab: %s: could not allocate the buffers\n", argv[a]);

@@ -899,27 +899,17 @@ static void large_groups(void) {
     }
 }
 
-/* The first element at which a and b (n elements of es bytes: 2, half; 4, float) differ other
- * than by both being NaN (a NaN's sign and payload are not specified); n when none. */
+/* The first of n elements of `dtype` at a and b that differ other than by both being NaN (a
+ * NaN's sign and payload are not specified); n when none. */
 static size_t first_difference(const unsigned char *a, const unsigned char *b, size_t n,
-                               size_t es) {
+                               int dtype) {
+  const size_t es = clnorm_ref_dtype_size(dtype);
   for (size_t i = 0; i < n; i++) {
-    if (memcmp(a + i * es, b + i * es, es) == 0)
-      continue;
-    if (es == 2) {
-      uint16_t u, v;
-      memcpy(&u, a + i * es, 2);
-      memcpy(&v, b + i * es, 2);
-      if ((u & 0x7C00u) == 0x7C00u && (u & 0x3FFu) && (v & 0x7C00u) == 0x7C00u && (v & 0x3FFu))
-        continue;
-    } else {
-      float u, v;
-      memcpy(&u, a + i * es, 4);
-      memcpy(&v, b + i * es, 4);
-      if (isnan(u) && isnan(v))
-        continue;
-    }
-    return i;
+    float u, v;
+    clnorm_ref_unpack(dtype, a + i * es, 1, &u);
+    clnorm_ref_unpack(dtype, b + i * es, 1, &v);
+    if (memcmp(&u, &v, sizeof u) != 0 && !(isnan(u) && isnan(v)))
+      return i;
   }
   return n;
 }
@@ -1048,9 +1038,10 @@ static void hw_half_same_bits(void) {
             if (k == 0) {
               first[b] = buf;
             } else if (first[b]) {
-              const size_t oes = b < 4 ? es : 4, at = first_difference(first[b], buf,
-                                                                       out_bytes[b] / oes, oes);
-              if (at < out_bytes[b] / oes)
+              const int odt = b < 4 ? CLNORM_F16 : CLNORM_F32; /* mean and rstd: float */
+              const size_t on = out_bytes[b] / clnorm_ref_dtype_size(odt);
+              const size_t at = first_difference(first[b], buf, on, odt);
+              if (at < on)
                 harness_fail("hw half: %s %zux%zu (%s, vec %u): output %d differs at element %zu "
                              "between CLNORM_HW_HALF=0 and 1",
                              clnorm_op_name(op), rows, cols, p ? "forced" : "dispatcher",

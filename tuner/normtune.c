@@ -99,32 +99,13 @@ static const char *op_name_at(int i) { return clnorm_op_name((clnorm_op)i); }
 
 static const char *dtype_name_at(int i) { return clnorm_dtype_name((clnorm_dtype)i); }
 
-/* A comma-separated list of the names name(0..count-1), or "all", as a bit mask. */
+/* tool_parse_names, exiting with the usage status and its message on a bad list. */
 static unsigned parse_names(const char *text, const char *(*name)(int), int count,
                             const char *what) {
-  char copy[256], known[256] = "";
-  for (int i = 0; i < count; i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
-             name(i));
-  if (strlen(text) >= sizeof copy)
-    die(EXIT_USAGE, "%s: \"%s\" is too long", what, text);
-  snprintf(copy, sizeof copy, "%s", text);
-  unsigned mask = 0;
-  char *save = NULL;
-  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    int i = 0;
-    if (strcmp(tok, "all") == 0) {
-      mask |= (1u << count) - 1u;
-      continue;
-    }
-    while (i < count && strcmp(tok, name(i)) != 0)
-      i++;
-    if (i == count)
-      die(EXIT_USAGE, "%s: unknown value \"%s\" (known: %s, all)", what, tok, known);
-    mask |= 1u << i;
-  }
-  if (mask == 0)
-    die(EXIT_USAGE, "%s: no value given (known: %s, all)", what, known);
+  unsigned mask;
+  char err[640];
+  if (!tool_parse_names(text, name, count, what, &mask, err, sizeof err))
+    die(EXIT_USAGE, "%s", err);
   return mask;
 }
 

@@ -117,6 +117,40 @@ int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *que
   return 1;
 }
 
+int tool_parse_names(const char *text, const char *(*name)(int), int count, const char *what,
+                     unsigned *mask, char *err, size_t err_size) {
+  char copy[256], known[256] = "";
+  for (int i = 0; i < count; i++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+             name(i));
+  if (strlen(text) >= sizeof copy) {
+    snprintf(err, err_size, "%s: \"%s\" is too long", what, text);
+    return 0;
+  }
+  snprintf(copy, sizeof copy, "%s", text);
+  *mask = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int i = 0;
+    if (strcmp(tok, "all") == 0) {
+      *mask |= (1u << count) - 1u;
+      continue;
+    }
+    while (i < count && strcmp(tok, name(i)) != 0)
+      i++;
+    if (i == count) {
+      snprintf(err, err_size, "%s: unknown value \"%s\" (known: %s, all)", what, tok, known);
+      return 0;
+    }
+    *mask |= 1u << i;
+  }
+  if (*mask == 0) {
+    snprintf(err, err_size, "%s: no value given (known: %s, all)", what, known);
+    return 0;
+  }
+  return 1;
+}
+
 int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_context *context,
                      cl_command_queue *queue) {
   char err[512];

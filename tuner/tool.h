@@ -29,6 +29,12 @@ int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_si
 int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *queue, char *err,
               size_t err_size);
 
+/* A comma-separated list of the names name(0..count-1), or "all", as a bit mask in *mask. Returns 0
+ * with a message that begins with `what` in err when a name is unknown, the list names nothing or
+ * it is too long. */
+int tool_parse_names(const char *text, const char *(*name)(int), int count, const char *what,
+                     unsigned *mask, char *err, size_t err_size);
+
 /* tool_pick_device, then tool_open: the bench tools' start. On failure prints "prog: <why>" to
  * stderr and returns 0. */
 int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_context *context,
