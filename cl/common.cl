@@ -171,8 +171,7 @@ inline ushort half_bits1(float v) {
 }
 #define LOAD1(p, i) half_load1((p), (i))
 #define STORE1(p, i, v) PUT(&((__global ushort *)(p))[(i)], half_bits1(v))
-/* HWHALF (PoCL's CPU device; CLNORM_HW_HALF; here, within STREAM's branch, so only with streaming
- * stores on): where the kernel compiler targets x86 with F16C,
+/* HWHALF (PoCL's CPU device; CLNORM_HW_HALF): where the kernel compiler targets x86 with F16C,
  * vectors of 8 and 16 halves convert through the instructions themselves, vcvtph2ps and
  * vcvtps2ph (rounding to nearest even, as vstore_half_rte), 16 at a time with AVX-512F. PoCL 5
  * builds its vloada_half16 from two 8-wide conversions and an insert, and its stores alike
