@@ -36,8 +36,8 @@ typedef struct clnorm_device_info {
    * row only): PoCL's CPU device, where reads and writes of a core otherwise take turns
    * (docs/DEVICES.md). CLNORM_PREFETCH=0/1 overrides. */
   int prefetch;
-  /* float16 vectors of 8 and 16 convert through x86's F16C (and AVX-512F) instructions where the
-   * kernel compiler targets them (-DHWHALF, cl/common.cl), not through the vload_half built-ins:
+  /* float16 vectors of 8 (and of 16 with AVX-512F) convert through x86's F16C instructions where
+   * the kernel compiler targets them (-DHWHALF, cl/common.cl), not through the vload_half built-ins:
    * the same bits but for a NaN's payload, fewer instructions (PoCL 5 builds a 16-wide
    * conversion from two 8-wide ones and an insert; docs/DEVICES.md). The kernels take that path
    * only with streaming stores on (it sits in cl/common.cl's STREAM branch). PoCL's CPU device.
