@@ -531,9 +531,12 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
  * 5, 16 cores: add_layernorm float16 and bfloat16 1.2-1.4x, docs/PERFORMANCE.md). The plain ops
  * ran slower with it (one conversion saved per element, a buffer of 32 KiB written and read), so
  * they re-read the row. The values are the same either way: so are the outputs' bits.
+ * LayerNorm's Welford statistics read the row once, so only its two-pass kernels take the buffer.
  * RB_PUTV(b, i, v): v stored as vector i of b, and returned; RB_GETV(b, i): vector i of b; b is
- * a private float pointer at any float alignment. */
-#if RBUF > 0 && ADD && TPR == 1 && HOLD == 0 && DTYPE != 0
+ * a private float pointer at any float alignment. RB_KEEP1(b, j, h): h, kept as element j of b
+ * when the row is buffered (the kernel's `rb`); RB_READ1(b, j): element j of the row, from b when
+ * it is buffered, else from the rows (SRC1). Without RB, h and SRC1(j). */
+#if RBUF > 0 && ADD && TPR == 1 && HOLD == 0 && DTYPE != 0 && (RMS || STATS != 0)
 #define RB 1
 #if VEC == 1
 inline float rb_putv(__private float *b, uint i, float v) {
@@ -549,8 +552,12 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
 #define RB_GETV(b, i) CAT(vload, VEC)((i), (b))
 #endif
 #define RB_PUTV(b, i, v) rb_putv((b), (i), (v))
+#define RB_KEEP1(b, j, h) (rb ? ((b)[(j)] = (h)) : (h))
+#define RB_READ1(b, j) (rb ? (b)[(j)] : SRC1(j))
 #else
 #define RB 0
+#define RB_KEEP1(b, j, h) (h)
+#define RB_READ1(b, j) SRC1(j)
 #endif
 
 /* ADD_SUM_OUT(i, h): in a forward kernel's output loop, the fused add's part for vector i whose

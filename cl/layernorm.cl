@@ -2,12 +2,6 @@
  * RPG rows per work-group. Statistics are taken
  * of d = x - pivot (the row's first element), so that x - mean stays exact for rows far from
  * zero; mean = pivot + mean(d). */
-/* The row buffer (RB, cl/common.cl) serves the two-pass statistics. */
-#if RB && STATS != 0
-#define LN_RB 1
-#else
-#define LN_RB 0
-#endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
               __global const stype *res, const ulong r_off, const ulong r_stride,
@@ -21,7 +15,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #else
   __local float *scratch = 0;
 #endif
-#if LN_RB
+#if RB
   float rbuf[RBUF];
 #endif
   const uint lid = get_local_id(0);
@@ -98,7 +92,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #define LN_D(i) (SRCV(i) - pivot)
 #define LN_DD(i) squarev(SRCV(i) - pivot - mean_d)
     float sum, sq;
-#if LN_RB
+#if RB
     const bool rb = ncols <= RBUF;
 #define LN_D_RB(i) (RB_PUTV(rbuf, (i), SRCV(i)) - pivot)
 #define LN_DD_RB(i) squarev(RB_GETV(rbuf, (i)) - pivot - mean_d)
@@ -107,28 +101,17 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     else
 #endif
       SUM_UNHELD(sum, LN_D);
-    for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
-      const float h = SRC1(j);
-#if LN_RB
-      if (rb)
-        rbuf[j] = h;
-#endif
-      sum += h - pivot;
-    }
+    for (uint j = nvec * VEC + lane; j < ncols; j += TPR)
+      sum += RB_KEEP1(rbuf, j, SRC1(j)) - pivot;
     float mean_d = row_sum(sum, scratch) / (float)cols;
-#if LN_RB
+#if RB
     if (rb)
       SUM_UNHELD(sq, LN_DD_RB);
     else
 #endif
       SUM_UNHELD(sq, LN_DD);
     for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
-#if LN_RB
-      const float h = rb ? rbuf[j] : SRC1(j);
-#else
-      const float h = SRC1(j);
-#endif
-      const float dd = h - pivot - mean_d;
+      const float dd = RB_READ1(rbuf, j) - pivot - mean_d;
       sq += dd * dd;
     }
     const float var = row_sum(sq, scratch) / (float)cols;
@@ -208,7 +191,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     STOREV(yo, i, o);                                                                              \
   }
 #define LN_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
-#if LN_RB
+#if RB
 #define LN_BUFV(i, k) RB_GETV(rbuf + head, i)
     if (rb)
       LN_OUT(LN_BUFV)
@@ -217,11 +200,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
       LN_OUT(LN_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
-#if LN_RB
-      const float h = rb ? rbuf[i] : SRC1(i);
-#else
-      const float h = SRC1(i);
-#endif
+      const float h = RB_READ1(rbuf, i);
       float o = (h - pivot - mean_d) * rstd;
       if (has_gamma)
         o *= LOAD1(gamma, i);

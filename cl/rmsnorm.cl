@@ -54,11 +54,7 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     float sq = HSUM(acc);
 #endif
     for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-      const float h = SRC1(i);
-#if RB
-      if (rb)
-        rbuf[i] = h;
-#endif
+      const float h = RB_KEEP1(rbuf, i, SRC1(i));
       sq += h * h;
     }
     sq = row_sum(sq, scratch);
@@ -114,11 +110,7 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
       RMS_OUT(RMS_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
-#if RB
-      const float h = rb ? rbuf[i] : SRC1(i);
-#else
-      const float h = SRC1(i);
-#endif
+      const float h = RB_READ1(rbuf, i);
       float o = h * rstd;
       if (has_gamma)
         o *= LOAD1(gamma, i);
