@@ -233,9 +233,10 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
  * a multiple of 16 elements (every chunk start stays VEC-aligned), the same rule as the forward
  * split's. (dx and its layout are in the arguments only so that both kernels take the same
  * first 16.)
- * bwd_split: the columns go in tiles of WG * TILE vectors, a tile to a group at a time (and the
- * columns past the last whole vector to one more group). For every row in order, the group adds
- * up the row's partial sums in the order s = 0, 1, ... (the same bits on every run), writes dx
+ * bwd_split: the columns go in tiles of WG * TILE vectors (and the columns past the last whole
+ * vector in one more unit). Both kernels deal their units out to the groups in contiguous ranges
+ * (SPAN_FIRST, cl/common.cl). For each of its tiles and every row in order, the group adds up
+ * the row's partial sums in the order s = 0, 1, ... (the same bits on every run), writes dx
  * for the tile's columns, and adds dy * xhat and dy of each column into private sums; after the
  * last row they are dgamma and dbeta of those columns. Each column is one work-item's: no
  * atomics, no second reduction. TILE (from WG and VEC alone) gives a work-item about 1024 / WG
@@ -262,7 +263,7 @@ bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
   const bool has_gamma = (flags & HAS_GAMMA) != 0;
   const uint chunk = ((cols + splits - 1) / splits + 15) / 16 * 16;
   const ulong units = rows * splits;
-  for (ulong u = get_group_id(0); u < units; u += get_num_groups(0)) {
+  for (ulong u = SPAN_FIRST(units); u < SPAN_END(units); u++) {
     const ulong row = u / splits;
     const uint begin = (uint)(u % splits) * chunk;
     const uint count = begin < cols ? min(chunk, cols - begin) : 0;
@@ -329,7 +330,7 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
   const uint per_tile = WG * TILE; /* vectors */
   const uint tiles = (nvec + per_tile - 1) / per_tile;
   const uint units = tiles + (nvec * VEC < cols ? 1u : 0u);
-  for (uint t = get_group_id(0); t < units; t += get_num_groups(0)) {
+  for (uint t = (uint)SPAN_FIRST(units); t < (uint)SPAN_END(units); t++) {
     if (t == tiles) { /* the columns past the last whole vector, one per work-item */
       for (uint j = nvec * VEC + lane; j < cols; j += WG) {
         float ag = 0.0f, ab = 0.0f;

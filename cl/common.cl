@@ -185,24 +185,21 @@ inline ushort half_bits1(float v) {
 #else
 #define HAS_BUILTIN(f) 0
 #endif
-#if HWHALF && defined(__x86_64__) && defined(__F16C__) &&                                        \
-    HAS_BUILTIN(__builtin_ia32_vcvtph2ps256) && HAS_BUILTIN(__builtin_ia32_vcvtps2ph256) &&       \
-    (VEC == 8 || (VEC == 16 && defined(__AVX512F__) &&                                             \
-                  HAS_BUILTIN(__builtin_ia32_vcvtph2ps512_mask) &&                                \
-                  HAS_BUILTIN(__builtin_ia32_vcvtps2ph512_mask)))
+#if HWHALF && defined(__x86_64__) && defined(__F16C__) && VEC == 8 &&                           \
+    HAS_BUILTIN(__builtin_ia32_vcvtph2ps256) && HAS_BUILTIN(__builtin_ia32_vcvtps2ph256)
 #define X86_HALF 1
 typedef short x86_h8 __attribute__((__vector_size__(16)));
 typedef float x86_f8 __attribute__((__vector_size__(32)));
-inline float8 x86_h2f8(ushort8 b) {
+inline float8 x86_h2f(ushort8 b) {
   return __builtin_astype(__builtin_ia32_vcvtph2ps256(__builtin_astype(b, x86_h8)), float8);
 }
-inline ushort8 x86_f2h8(float8 v) {
+/* 0: to nearest even */
+inline ushort8 x86_f2h(float8 v) {
   return __builtin_astype(__builtin_ia32_vcvtps2ph256(__builtin_astype(v, x86_f8), 0), ushort8);
 }
-#if VEC == 8
-#define x86_h2f x86_h2f8
-#define x86_f2h x86_f2h8
-#else /* VEC == 16, AVX-512F */
+#elif HWHALF && defined(__x86_64__) && defined(__AVX512F__) && VEC == 16 &&                      \
+    HAS_BUILTIN(__builtin_ia32_vcvtph2ps512_mask) && HAS_BUILTIN(__builtin_ia32_vcvtps2ph512_mask)
+#define X86_HALF 1
 typedef short x86_h16 __attribute__((__vector_size__(32)));
 typedef float x86_f16 __attribute__((__vector_size__(64)));
 /* all 16 lanes (mask 0xFFFF); 4: the rounding of MXCSR, which a conversion to float never uses */
@@ -220,6 +217,7 @@ inline ushort16 x86_f2h(float16 v) {
       ushort16);
 }
 #endif
+#if X86_HALF
 #define LOADV(p, i) x86_h2f(VLOAD(__global const ushortv *, (__global const ushort *)(p), (i)))
 #define STOREV(p, i, v) VPUT(ushortv, (__global ushort *)(p), (i), x86_f2h(v))
 #elif VEC == 1
@@ -314,6 +312,19 @@ inline uintv bf16_bitsv(floatv v) BF16_BITS(floatv, uintv, CAT(as_uint, VSUFFIX)
 #endif
 
 inline float hsum4(float4 v) { return (v.s0 + v.s1) + (v.s2 + v.s3); }
+
+/* The work of a launch is n units (row chunks, column tiles) dealt out to its groups in
+ * contiguous, balanced ranges: group g takes units [SPAN_FIRST(n), SPAN_END(n)), the unit of its
+ * own id when the grid covers them, a range of about n / groups of them where the host keeps the
+ * grid fixed (PoCL before 6: docs/DEVICES.md). A CPU runs a group on one core, so a range goes
+ * through memory in order, where units g, g + groups, ... sent each core through memory in
+ * strides: the backward's split kernels ran 1.5-1.7x faster so on PoCL 3.1 (4096 x 4096). The
+ * range is the same for the whole group, so every work-item meets the same barriers. The forward
+ * kernels keep their stride over blocks of rows: with this loop PoCL 3.1 built their row loops
+ * into 128-bit loads and inserts and they ran at half the speed (docs/DEVICES.md); the forward
+ * split kernels gained nothing from it. */
+#define SPAN_FIRST(n) ((ulong)get_group_id(0) * (ulong)(n) / (ulong)get_num_groups(0))
+#define SPAN_END(n) (((ulong)get_group_id(0) + 1) * (ulong)(n) / (ulong)get_num_groups(0))
 
 /* Welford/Chan partial statistics: n values, their mean and sum of squared deviations. */
 typedef struct {
