@@ -10,7 +10,7 @@
  * change how the bytes move, never the values; the values themselves are checked against the
  * float64 reference by the tests and by `normtune bench`).
  *
- *   env_ab [--device NAME] [--rounds N] [--switches pf,st,rb,hh] [--dtypes f32,f16,bf16]
+ *   env_ab [--device NAME] [--rounds N] [--switches pf,st,rb,hh,fg] [--dtypes f32,f16,bf16]
  *          ROWSxCOLS...
  * Exit status: 0, 1 when a call failed or two settings' outputs differ, 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
@@ -24,11 +24,15 @@
 #include <string.h>
 
 /* The switches: short name, environment variable. */
-enum { SWITCHES = 4, MAX_SETTINGS = SWITCHES + 1, MAX_SETS = 8, MAX_ROUNDS = 1000 };
+enum { SWITCHES = 5, MAX_SETTINGS = SWITCHES + 1, MAX_SETS = 8, MAX_ROUNDS = 1000 };
 static const char *const switches[SWITCHES][2] = {{"pf", "CLNORM_PREFETCH"},
                                                   {"st", "CLNORM_STREAM_STORES"},
                                                   {"rb", "CLNORM_ROW_BUFFER"},
-                                                  {"hh", "CLNORM_HW_HALF"}};
+                                                  {"hh", "CLNORM_HW_HALF"},
+                                                  {"fg", "CLNORM_FIXED_GRID"}};
+/* The switches that are on by default only on some devices (fg: PoCL before 6) are set only
+ * where --switches names them; the others are set to 1 in every setting but their own "off". */
+#define OPT_IN(w) ((w) == 4)
 
 /* Setting k: every switch on (k = 0), or switch off[k] off. */
 static void print_setting(FILE *f, const int *off, int k) {
@@ -124,7 +128,7 @@ static const char *dtype_name(int i) { return clnorm_dtype_name((clnorm_dtype)i)
 int main(int argc, char **argv) {
   const char *sel = NULL;
   int rounds = 20, first_shape = argc, lists_ok = 1;
-  unsigned switch_mask = (1u << SWITCHES) - 1u, dtype_mask = 7u;
+  unsigned switch_mask = 0xFu, dtype_mask = 7u; /* by default every switch but fg */
   char err[640];
   for (int a = 1; a < argc; a++) {
     if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
@@ -148,7 +152,7 @@ int main(int argc, char **argv) {
   }
   if (first_shape >= argc || rounds < 1 || rounds > MAX_ROUNDS) {
     fprintf(stderr,
-            "usage: env_ab [--device NAME] [--rounds 1..%d] [--switches pf,st,rb,hh] "
+            "usage: env_ab [--device NAME] [--rounds 1..%d] [--switches pf,st,rb,hh,fg] "
             "[--dtypes f32,f16,bf16] ROWSxCOLS...\n",
             MAX_ROUNDS);
     return 2;
@@ -165,7 +169,8 @@ int main(int argc, char **argv) {
   clnorm_ctx *ctx[MAX_SETTINGS];
   for (int k = 0; k < settings; k++) {
     for (int w = 0; w < SWITCHES; w++)
-      setenv(switches[w][1], k > 0 && off[k] == w ? "0" : "1", 1);
+      if (!OPT_IN(w) || (switch_mask & (1u << w)))
+        setenv(switches[w][1], k > 0 && off[k] == w ? "0" : "1", 1);
     if (clnorm_ctx_create(context, dev.device, &ctx[k]) != CLNORM_OK) {
       fprintf(stderr, "env_ab: clnorm_ctx_create failed\n");
       return 1;

@@ -9,8 +9,12 @@
  * float64 reference; this only times them.
  *
  *   variant_ab [--device NAME] [--rounds N] OP DTYPE ROWSxCOLS VARIANT...
- * VARIANT: "auto" (the dispatcher's choice) or WG,TPR,VEC,HOLD,STATS with STATS "welford" or
- * "twopass" (reduction: the local-memory tree), e.g. 32,1,16,0,twopass.
+ * VARIANT: "auto" (the dispatcher's choice), WG,TPR,VEC,HOLD,STATS with STATS "welford" or
+ * "twopass" (reduction: the local-memory tree), e.g. 32,1,16,0,twopass, or "copy": the copy
+ * kernel that was fastest in the first measurement, run in the same rotation on the same buffers
+ * (x to y, the rows' bytes), so that its GB/s is taken at the same moments as the variants'. With
+ * "copy" among them, every share is of that interleaved copy's median; without, of the first
+ * measurement's.
  * Exit status: 0, 1 when a call failed, 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h" /* the context's stream_stores, as normtune's copy yardstick takes it */
@@ -23,8 +27,10 @@
 enum { MAX_VARIANTS = 8, MAX_SETS = 8, MAX_ROUNDS = 1000 };
 
 static int usage(void) {
-  fprintf(stderr, "usage: variant_ab [--device NAME] [--rounds 1..%d] OP DTYPE ROWSxCOLS "
-                  "VARIANT... (VARIANT: auto or WG,TPR,VEC,HOLD,welford|twopass; at most %d)\n",
+  fprintf(stderr,
+          "usage: variant_ab [--device NAME] [--rounds 1..%d] OP DTYPE ROWSxCOLS "
+          "VARIANT... (VARIANT: auto, copy or WG,TPR,VEC,HOLD,welford|twopass; at most "
+          "%d)\n",
           MAX_ROUNDS, MAX_VARIANTS);
   return 2;
 }
@@ -74,11 +80,13 @@ int main(int argc, char **argv) {
       cols == 0)
     return usage();
   clnorm_variant v[MAX_VARIANTS];
-  int forced[MAX_VARIANTS];
+  int forced[MAX_VARIANTS], copy_at = -1;
   for (int k = 0; k < nv; k++) {
     const char *s = argv[a + 3 + k];
     forced[k] = strcmp(s, "auto") != 0;
-    if (forced[k] && !parse_variant(s, &v[k]))
+    if (strcmp(s, "copy") == 0 && copy_at < 0)
+      copy_at = k;
+    else if (forced[k] && !parse_variant(s, &v[k]))
       return usage();
   }
 
@@ -131,7 +139,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const clnorm_op o = (clnorm_op)op;
-  const int rms = o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
+  const int rms =
+      o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
   const int bwd = o == CLNORM_OP_LAYERNORM_BWD || o == CLNORM_OP_RMSNORM_BWD;
   const int add = o == CLNORM_OP_ADD_LAYERNORM || o == CLNORM_OP_ADD_RMSNORM;
   clnorm_call c = {.op = o, .rows = rows, .cols = cols, .dtype = dt, .eps = 1e-5f};
@@ -157,11 +166,27 @@ int main(int argc, char **argv) {
     }
   }
   char err[512];
+  tool_copy_kind kind;
   const double copy = tool_copy_gbps(context, queue, dev.device, (size_t)256 << 20,
-                                     ctx->info.stream_stores, NULL, err, sizeof err);
+                                     ctx->info.stream_stores, &kind, err, sizeof err);
   if (copy <= 0) {
     fprintf(stderr, "variant_ab: %s\n", err);
     return 1;
+  }
+  /* "copy": the fastest kind over the rows' bytes, which must be whole vectors of it */
+  cl_kernel copy_k = NULL;
+  const size_t copy_items = bytes / (4 * kind.width);
+  if (copy_at >= 0) {
+    if (bytes % (4 * kind.width) != 0) {
+      fprintf(stderr, "variant_ab: copy: %zu bytes are not whole %s vectors\n", bytes,
+              tool_copy_name(kind));
+      return 2;
+    }
+    copy_k = tool_copy_kernel(context, dev.device, kind, &e);
+    if (!copy_k) {
+      fprintf(stderr, "variant_ab: the copy kernel failed to build (%d)\n", (int)e);
+      return 1;
+    }
   }
   static double times[MAX_VARIANTS][MAX_ROUNDS];
   for (int round = -2; round < rounds; round++) {
@@ -180,7 +205,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "variant_ab: clEnqueueMarkerWithWaitList failed\n");
         return 1;
       }
-      if (clnorm_run(ctx, queue, &c, forced[k] ? &v[k] : NULL, 0, NULL, &ev) != CLNORM_OK) {
+      if (k == copy_at) {
+        e = clSetKernelArg(copy_k, 0, sizeof x[s], &x[s]);
+        e |= clSetKernelArg(copy_k, 1, sizeof y[s], &y[s]);
+        if (e == CL_SUCCESS)
+          e = clEnqueueNDRangeKernel(queue, copy_k, 1, NULL, &copy_items, NULL, 0, NULL, &ev);
+        if (e != CL_SUCCESS) {
+          fprintf(stderr, "variant_ab: the copy kernel failed (%d)\n", (int)e);
+          return 1;
+        }
+      } else if (clnorm_run(ctx, queue, &c, forced[k] ? &v[k] : NULL, 0, NULL, &ev) != CLNORM_OK) {
         fprintf(stderr, "variant_ab: %s: %s\n", argv[a + 3 + k], clnorm_ctx_errmsg(ctx));
         return 1;
       }
@@ -194,9 +228,18 @@ int main(int argc, char **argv) {
     }
   }
   const double moved = tool_op_bytes(&c);
-  printf("variant_ab on %s, %s %s %zu x %zu, %d rounds, copy %.1f GB/s (same process)\n",
-         dev.name, argv[a], argv[a + 1], rows, cols, rounds, copy);
+  const double copy_here =
+      copy_at >= 0 ? 2.0 * (double)bytes / tool_median(times[copy_at], (size_t)rounds) / 1e9 : 0;
+  printf("variant_ab on %s, %s %s %zu x %zu, %d rounds, copy %.1f GB/s (same process)%s\n",
+         dev.name, argv[a], argv[a + 1], rows, cols, rounds, copy,
+         copy_at >= 0 ? "; shares of the interleaved copy" : "");
+  const double yard = copy_at >= 0 ? copy_here : copy;
   for (int k = 0; k < nv; k++) {
+    if (k == copy_at) {
+      printf("  %-5s %-52s %8.1f GB/s  %.2f of copy\n", "copy", tool_copy_name(kind), copy_here,
+             1.0);
+      continue;
+    }
     clnorm_variant shown = v[k];
     if (!forced[k] && clnorm_choose(ctx, &c, &shown, NULL) != CLNORM_OK)
       memset(&shown, 0, sizeof shown);
@@ -204,8 +247,10 @@ int main(int argc, char **argv) {
     clnorm_variant_format(&shown, name, sizeof name);
     const double gbps = moved / tool_median(times[k], (size_t)rounds) / 1e9;
     printf("  %-5s %-52s %8.1f GB/s  %.2f of copy\n", forced[k] ? "" : "auto", name, gbps,
-           gbps / copy);
+           gbps / yard);
   }
+  if (copy_k)
+    clReleaseKernel(copy_k);
   for (size_t s = 0; s < nsets; s++) {
     clReleaseMemObject(x[s]);
     clReleaseMemObject(y[s]);
