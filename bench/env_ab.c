@@ -23,23 +23,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The switches: short name, environment variable. */
+/* The switches: short name, environment variable, and whether every setting sets it (to 1 but in
+ * its own "off" setting). A switch that is on by default only on some devices (fg: the fixed grid,
+ * PoCL before 6) is set only where --switches names it, and is left out of the default list. */
 enum { SWITCHES = 5, MAX_SETTINGS = SWITCHES + 1, MAX_SETS = 8, MAX_ROUNDS = 1000 };
-static const char *const switches[SWITCHES][2] = {{"pf", "CLNORM_PREFETCH"},
-                                                  {"st", "CLNORM_STREAM_STORES"},
-                                                  {"rb", "CLNORM_ROW_BUFFER"},
-                                                  {"hh", "CLNORM_HW_HALF"},
-                                                  {"fg", "CLNORM_FIXED_GRID"}};
-/* The switches that are on by default only on some devices (fg: PoCL before 6) are set only
- * where --switches names them; the others are set to 1 in every setting but their own "off". */
-#define OPT_IN(w) ((w) == 4)
+static const struct {
+  const char *name, *env;
+  int always;
+} switches[SWITCHES] = {{"pf", "CLNORM_PREFETCH", 1},
+                        {"st", "CLNORM_STREAM_STORES", 1},
+                        {"rb", "CLNORM_ROW_BUFFER", 1},
+                        {"hh", "CLNORM_HW_HALF", 1},
+                        {"fg", "CLNORM_FIXED_GRID", 0}};
 
 /* Setting k: every switch on (k = 0), or switch off[k] off. */
 static void print_setting(FILE *f, const int *off, int k) {
   if (k == 0)
     fprintf(f, "all on");
   else
-    fprintf(f, "%s off", switches[off[k]][0]);
+    fprintf(f, "%s off", switches[off[k]].name);
 }
 
 typedef struct sets {
@@ -122,13 +124,16 @@ static int read_bytes(cl_command_queue queue, cl_mem buf, size_t bytes, unsigned
                      CL_SUCCESS;
 }
 
-static const char *switch_name(int i) { return switches[i][0]; }
+static const char *switch_name(int i) { return switches[i].name; }
 static const char *dtype_name(int i) { return clnorm_dtype_name((clnorm_dtype)i); }
 
 int main(int argc, char **argv) {
   const char *sel = NULL;
   int rounds = 20, first_shape = argc, lists_ok = 1;
-  unsigned switch_mask = 0xFu, dtype_mask = 7u; /* by default every switch but fg */
+  unsigned switch_mask = 0, dtype_mask = 7u;
+  for (int w = 0; w < SWITCHES; w++)
+    if (switches[w].always)
+      switch_mask |= 1u << w;
   char err[640];
   for (int a = 1; a < argc; a++) {
     if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
@@ -169,8 +174,8 @@ int main(int argc, char **argv) {
   clnorm_ctx *ctx[MAX_SETTINGS];
   for (int k = 0; k < settings; k++) {
     for (int w = 0; w < SWITCHES; w++)
-      if (!OPT_IN(w) || (switch_mask & (1u << w)))
-        setenv(switches[w][1], k > 0 && off[k] == w ? "0" : "1", 1);
+      if (switches[w].always || (switch_mask & (1u << w)))
+        setenv(switches[w].env, k > 0 && off[k] == w ? "0" : "1", 1);
     if (clnorm_ctx_create(context, dev.device, &ctx[k]) != CLNORM_OK) {
       fprintf(stderr, "env_ab: clnorm_ctx_create failed\n");
       return 1;
@@ -178,7 +183,7 @@ int main(int argc, char **argv) {
   }
   printf("env_ab on %s, %d rounds, median GB/s of each setting (", dev.name, rounds);
   for (int w = 0; w < SWITCHES; w++)
-    printf("%s%s: %s", w ? ", " : "", switches[w][0], switches[w][1]);
+    printf("%s%s: %s", w ? ", " : "", switches[w].name, switches[w].env);
   printf(")\n");
   static const clnorm_op ops[] = {CLNORM_OP_LAYERNORM, CLNORM_OP_RMSNORM,
                                   CLNORM_OP_ADD_LAYERNORM, CLNORM_OP_LAYERNORM_BWD};

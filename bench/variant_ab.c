@@ -139,8 +139,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const clnorm_op o = (clnorm_op)op;
-  const int rms =
-      o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
+  const int rms = o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
   const int bwd = o == CLNORM_OP_LAYERNORM_BWD || o == CLNORM_OP_RMSNORM_BWD;
   const int add = o == CLNORM_OP_ADD_LAYERNORM || o == CLNORM_OP_ADD_RMSNORM;
   clnorm_call c = {.op = o, .rows = rows, .cols = cols, .dtype = dt, .eps = 1e-5f};
