@@ -597,6 +597,15 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
 #define OUT_HEAD(p, n) 0u
 #endif
 
+/* tot += v by Kahan summation; comp carries what tot lost (floatv). */
+#define KAHAN_ADD(tot, comp, v)                                                                    \
+  do {                                                                                             \
+    const floatv y_k = (v) - (comp);                                                               \
+    const floatv t_k = (tot) + y_k;                                                                \
+    (comp) = (t_k - (tot)) - y_k;                                                                  \
+    (tot) = t_k;                                                                                   \
+  } while (0)
+
 /* out = the sum over the work-item's vectors of the row (i = lane, lane + TPR, ...) of TERM(i),
  * a floatv, for rows that are not held. Four accumulators, so that the adds do not wait on one
  * another (on a CPU one chain of dependent vector adds is slower than the cache delivers the
@@ -618,12 +627,38 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
       }                                                                                            \
       for (; i < end_; i += TPR)                                                                   \
         a0_ += TERM(i);                                                                            \
-      const floatv y_ = ((a0_ + a1_) + (a2_ + a3_)) - comp_;                                       \
-      const floatv t_ = tot_ + y_;                                                                 \
-      comp_ = (t_ - tot_) - y_;                                                                    \
-      tot_ = t_;                                                                                   \
+      KAHAN_ADD(tot_, comp_, (a0_ + a1_) + (a2_ + a3_));                                           \
     }                                                                                              \
     out = HSUM(tot_);                                                                              \
+  } while (0)
+
+/* out = the sum of TERM(i) and out2 = the sum of its squares over the work-item's vectors of the
+ * row, as SUM_UNHELD; two accumulators of each and blocks of 64 vectors, so that every partial
+ * sum takes at most 32 terms (LayerNorm's one-pass variance scales their rounding). */
+#define SUM2_UNHELD(out, out2, TERM)                                                               \
+  do {                                                                                             \
+    floatv tot_ = 0.0f, comp_ = 0.0f, tot2_ = 0.0f, comp2_ = 0.0f;                                 \
+    uint i = lane;                                                                                 \
+    while (i < nvec) {                                                                             \
+      const uint end_ = nvec - i > 64u * TPR ? i + 64u * TPR : nvec;                               \
+      floatv a0_ = 0.0f, a1_ = 0.0f, q0_ = 0.0f, q1_ = 0.0f;                                       \
+      for (; i < end_ && end_ - i > TPR; i += 2u * TPR) {                                          \
+        const floatv d0_ = TERM(i), d1_ = TERM(i + TPR);                                           \
+        a0_ += d0_;                                                                                \
+        a1_ += d1_;                                                                                \
+        q0_ += d0_ * d0_;                                                                          \
+        q1_ += d1_ * d1_;                                                                          \
+      }                                                                                            \
+      for (; i < end_; i += TPR) {                                                                 \
+        const floatv d0_ = TERM(i);                                                                \
+        a0_ += d0_;                                                                                \
+        q0_ += d0_ * d0_;                                                                          \
+      }                                                                                            \
+      KAHAN_ADD(tot_, comp_, a0_ + a1_);                                                           \
+      KAHAN_ADD(tot2_, comp2_, q0_ + q1_);                                                         \
+    }                                                                                              \
+    out = HSUM(tot_);                                                                              \
+    out2 = HSUM(tot2_);                                                                            \
   } while (0)
 
 inline floatv squarev(floatv v) { return v * v; }

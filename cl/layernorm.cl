@@ -2,6 +2,10 @@
  * RPG rows per work-group. Statistics are taken
  * of d = x - pivot (the row's first element), so that x - mean stays exact for rows far from
  * zero; mean = pivot + mean(d). */
+/* The bound on E[d]^2 / var under which the statistics of a row that is not held keep their
+ * one-pass variance (HOLD == 0 below). */
+#define LN_ONE_PASS_K 2.0f
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
               __global const stype *res, const ulong r_off, const ulong r_stride,
@@ -86,9 +90,16 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     float mean_d = st.mean;
     const float var = st.m2 / (float)cols;
 #elif HOLD == 0
-    /* Two passes over a row that is not held (tpr == 1 only: the CPU shape, the row read again
-     * from cache, or from the row buffer RB); (x - pivot) - mean_d as in the output below, exact
-     * where x is near pivot. */
+    /* A row that is not held (tpr == 1 only: the CPU shape), read again from cache or from the
+     * row buffer RB. One pass takes the sums of d = x - pivot and of d * d. var = E[d^2] - E[d]^2
+     * carries the rounding of those sums times about 1 + 2 E[d]^2 / var, so it is kept only where
+     * E[d]^2 <= LN_ONE_PASS_K var (the pivot within sqrt(2) standard deviations of the mean: most
+     * rows). Other rows, and rows whose squares overflow, take a second pass for the sum of
+     * (x - pivot - mean_d)^2, exact where x is near pivot, as the output below. On a CPU the
+     * pass saved is worth 5-20% (docs/PERFORMANCE.md). */
+#if TPR != 1
+#error "the statistics of a row that is not held take one work-item per row (tpr == 1)"
+#endif
 #define LN_D(i) (SRCV(i) - pivot)
 #define LN_DD(i) squarev(SRCV(i) - pivot - mean_d)
     float sum, sq;
@@ -97,24 +108,30 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #define LN_D_RB(i) (RB_PUTV(rbuf, (i), SRCV(i)) - pivot)
 #define LN_DD_RB(i) squarev(RB_GETV(rbuf, (i)) - pivot - mean_d)
     if (rb)
-      SUM_UNHELD(sum, LN_D_RB);
+      SUM2_UNHELD(sum, sq, LN_D_RB);
     else
 #endif
-      SUM_UNHELD(sum, LN_D);
-    for (uint j = nvec * VEC + lane; j < ncols; j += TPR)
-      sum += RB_KEEP1(rbuf, j, SRC1(j)) - pivot;
-    float mean_d = row_sum(sum, scratch) / (float)cols;
-#if RB
-    if (rb)
-      SUM_UNHELD(sq, LN_DD_RB);
-    else
-#endif
-      SUM_UNHELD(sq, LN_DD);
+      SUM2_UNHELD(sum, sq, LN_D);
     for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
-      const float dd = RB_READ1(rbuf, j) - pivot - mean_d;
-      sq += dd * dd;
+      const float d = RB_KEEP1(rbuf, j, SRC1(j)) - pivot;
+      sum += d;
+      sq += d * d;
     }
-    const float var = row_sum(sq, scratch) / (float)cols;
+    float mean_d = sum / (float)cols;
+    float var = sq / (float)cols - mean_d * mean_d;
+    if (!(isfinite(sq) && mean_d * mean_d <= LN_ONE_PASS_K * var)) {
+#if RB
+      if (rb)
+        SUM_UNHELD(sq, LN_DD_RB);
+      else
+#endif
+        SUM_UNHELD(sq, LN_DD);
+      for (uint j = nvec * VEC + lane; j < ncols; j += TPR) {
+        const float dd = RB_READ1(rbuf, j) - pivot - mean_d;
+        sq += dd * dd;
+      }
+      var = sq / (float)cols;
+    }
 #else
     floatv acc = 0.0f;
     FOR_VECS(i, k, nvec) {

@@ -1,9 +1,10 @@
-/* Numerics and layouts: rows far from zero, NaN and Inf rows, constant rows, magnitudes from
- * 1e-15 to 1e15, odd offsets, strides, in place, narrowed vectors; through the dispatcher
- * (clnorm_layernorm / clnorm_rmsnorm) and forced variants. Rows of 1e4 + N(0,1) (cols 1000 and
- * 4096) and the NaN/Inf, constant and magnitude rows of 768 run with every variant that takes
- * the call, at the variant's own vector width (strides multiple of 16), so they reuse the
- * programs test_variants compiled (ctest runs this test after it; PoCL caches programs on disk).
+/* Numerics and layouts: rows far from zero, rows whose first element is far from their mean, NaN
+ * and Inf rows, constant rows, magnitudes from 1e-15 to 1e15, odd offsets, strides, in place,
+ * narrowed vectors; through the dispatcher (clnorm_layernorm / clnorm_rmsnorm) and forced
+ * variants. Rows of 1e4 + N(0,1) (cols 1000 and 4096), the pivot-far rows (4096) and the NaN/Inf,
+ * constant and magnitude rows of 768 run with every variant that takes the call, at the
+ * variant's own vector width (strides multiple of 16), so they reuse the programs test_variants
+ * compiled (ctest runs this test after it; PoCL caches programs on disk).
  * The other layouts narrow the width, and each width is a program of its own: they run the
  * first and the last variant of each family (family() below) that takes the call.
  * Measures as in harness.h:
@@ -34,6 +35,10 @@ enum {
   DATA_BAD_ROWS,   /* random; row 1 gets a NaN, row 2 an Inf, row 3 a -Inf at the pivot */
   DATA_CONSTANT,   /* each row one value (zero variance; row 0 all zeros): y = beta exactly */
   DATA_MAGNITUDES, /* random rows scaled by 1e-15, 1e-10, ..., 1e15 */
+  DATA_PIVOT_FAR,  /* random; row r's first element (the pivot) 1.5 * 2^r: 0.8 to 100 or so
+                      standard deviations from the row's mean, so that the kernels whose
+                      one-pass variance holds only near the pivot (cl/layernorm.cl) take their
+                      second pass, and would be off by 1e-3 and more without it */
 };
 
 /* Families of variants: how a row is shared (one work-item, a whole group, part of a group),
@@ -63,6 +68,7 @@ static const layout layouts[] = {
     {"in place strided", 5, 3584, 2, 3590, 2, 3590, 1, 0.0, 0, 0},
     {"in place far from zero", 8, 4096, 0, 0, 0, 0, 1, 1e4, 0, 0},
     {"one column", 5, 1, 1, 3, 2, 4, 0, 0.0, 0, 0},
+    {"pivot far from the mean", 8, 4096, 0, 0, 0, 0, 0, 0.0, DATA_PIVOT_FAR, 1},
 };
 
 static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant *vars, size_t nv,
@@ -92,6 +98,8 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
   for (size_t r = 0; r < l->rows && l->data == DATA_CONSTANT; r++)
     for (size_t i = 0; i < l->cols; i++)
       x[l->x_off + r * xs + i] = r == 0 ? 0.0f : (float)((double)r * 3.7 - 9.0 + (r % 2) * 1e3);
+  for (size_t r = 0; r < l->rows && l->data == DATA_PIVOT_FAR; r++)
+    x[l->x_off + r * xs] = (float)(1.5 * pow(2.0, (double)r));
   for (size_t r = 0; r < l->rows && l->data == DATA_MAGNITUDES; r++)
     for (size_t i = 0; i < l->cols; i++)
       x[l->x_off + r * xs + i] *=
