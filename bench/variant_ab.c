@@ -205,10 +205,7 @@ int main(int argc, char **argv) {
         return 1;
       }
       if (k == copy_at) {
-        e = clSetKernelArg(copy_k, 0, sizeof x[s], &x[s]);
-        e |= clSetKernelArg(copy_k, 1, sizeof y[s], &y[s]);
-        if (e == CL_SUCCESS)
-          e = clEnqueueNDRangeKernel(queue, copy_k, 1, NULL, &copy_items, NULL, 0, NULL, &ev);
+        e = tool_copy_enqueue(queue, copy_k, x[s], y[s], copy_items, &ev);
         if (e != CL_SUCCESS) {
           fprintf(stderr, "variant_ab: the copy kernel failed (%d)\n", (int)e);
           return 1;

@@ -313,16 +313,18 @@ inline uintv bf16_bitsv(floatv v) BF16_BITS(floatv, uintv, CAT(as_uint, VSUFFIX)
 
 inline float hsum4(float4 v) { return (v.s0 + v.s1) + (v.s2 + v.s3); }
 
-/* The work of a launch is n units (row chunks, column tiles) dealt out to its groups in
- * contiguous, balanced ranges: group g takes units [SPAN_FIRST(n), SPAN_END(n)), the unit of its
- * own id when the grid covers them, a range of about n / groups of them where the host keeps the
- * grid fixed (PoCL before 6: docs/DEVICES.md). A CPU runs a group on one core, so a range goes
- * through memory in order, where units g, g + groups, ... sent each core through memory in
- * strides: the backward's split kernels ran 1.5-1.7x faster so on PoCL 3.1 (4096 x 4096). The
- * range is the same for the whole group, so every work-item meets the same barriers. The forward
- * kernels keep their stride over blocks of rows: with this loop PoCL 3.1 built their row loops
- * into 128-bit loads and inserts and they ran at half the speed (docs/DEVICES.md); the forward
- * split kernels gained nothing from it. */
+/* The work of a launch is n units (row chunks, column tiles) dealt out to its groups in contiguous,
+ * balanced ranges: group g takes units [SPAN_FIRST(n), SPAN_END(n)), n / groups of them rounded
+ * down or up, and every unit goes to one group. That is the unit of its own id where there are as
+ * many groups as units, one or two consecutive units where there are a few more units than groups
+ * (bwd_split on a GPU, whose last unit is the columns past the last whole vector), and about n /
+ * groups where the host keeps the grid fixed (PoCL before 6: docs/DEVICES.md). A CPU runs a group
+ * on one core, so a range goes through memory in order, where units g, g + groups, ... sent each
+ * core through memory in strides: the backward's split kernels ran 1.5-1.7x faster so on PoCL 3.1
+ * (4096 x 4096). The range is the same for the whole group, so every work-item meets the same
+ * barriers. The forward kernels keep their stride over blocks of rows: with this loop PoCL 3.1
+ * built their row loops into 128-bit loads and inserts and they ran at half the speed
+ * (docs/DEVICES.md); the forward split kernels gained nothing from it. */
 #define SPAN_FIRST(n) ((ulong)get_group_id(0) * (ulong)(n) / (ulong)get_num_groups(0))
 #define SPAN_END(n) (((ulong)get_group_id(0) + 1) * (ulong)(n) / (ulong)get_num_groups(0))
 

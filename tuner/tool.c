@@ -238,18 +238,26 @@ cl_kernel tool_copy_kernel(cl_context context, cl_device_id device, tool_copy_ki
   return kernel;
 }
 
+cl_int tool_copy_enqueue(cl_command_queue queue, cl_kernel kernel, cl_mem src, cl_mem dst,
+                         size_t items, cl_event *event) {
+  cl_int e = clSetKernelArg(kernel, 0, sizeof src, &src);
+  if (e == CL_SUCCESS)
+    e = clSetKernelArg(kernel, 1, sizeof dst, &dst);
+  if (e == CL_SUCCESS)
+    e = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &items, NULL, 0, NULL, event);
+  return e;
+}
+
 /* Median seconds of 64 timed copies from a to b after 3 untimed ones; negative with *e set on
  * failure. */
 static double copy_seconds(cl_command_queue queue, cl_kernel kernel, cl_mem a, cl_mem b,
                            size_t items, cl_int *e) {
   double times[64];
   size_t runs = 0;
-  *e = clSetKernelArg(kernel, 0, sizeof a, &a);
-  if (*e == CL_SUCCESS)
-    *e = clSetKernelArg(kernel, 1, sizeof b, &b);
+  *e = CL_SUCCESS;
   for (int i = 0; *e == CL_SUCCESS && i < 3 + 64; i++) {
     cl_event ev;
-    *e = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &items, NULL, 0, NULL, &ev);
+    *e = tool_copy_enqueue(queue, kernel, a, b, items, &ev);
     if (*e != CL_SUCCESS)
       break;
     const double t = tool_event_seconds(ev);

@@ -67,6 +67,11 @@ const char *tool_copy_name(tool_copy_kind kind);
 cl_kernel tool_copy_kernel(cl_context context, cl_device_id device, tool_copy_kind kind,
                            cl_int *err);
 
+/* Enqueues `kernel` (from tool_copy_kernel) to copy src to dst in `items` work-items (bytes / (4 *
+ * width)); *event receives its event. */
+cl_int tool_copy_enqueue(cl_command_queue queue, cl_kernel kernel, cl_mem src, cl_mem dst,
+                         size_t items, cl_event *event);
+
 /* The device's copy bandwidth in GB/s (bytes read + written per second): the fastest of the copy
  * kernels over `bytes` bytes (rounded down to 64), each the median of 64 timed runs after 3
  * untimed ones: float4 and float16 per work-item, and with `stream` (the library writes with
