@@ -30,7 +30,9 @@ typedef enum clnorm_reduce {
 
 typedef enum clnorm_stats {
   CLNORM_STATS_WELFORD = 0, /* Welford per work-item, Chan merge across work-items */
-  CLNORM_STATS_TWOPASS = 1  /* mean first, then sum of squared deviations */
+  CLNORM_STATS_TWOPASS = 1  /* mean first, then sum of squared deviations (a row re-read by one
+                               work-item: both sums in one pass where the row's first element is
+                               near its mean, cl/layernorm.cl) */
 } clnorm_stats;
 
 typedef struct clnorm_variant {

@@ -38,7 +38,8 @@ enum {
   DATA_PIVOT_FAR,  /* random; row r's first element (the pivot) 1.5 * 2^r: 0.8 to 100 or so
                       standard deviations from the row's mean, so that the kernels whose
                       one-pass variance holds only near the pivot (cl/layernorm.cl) take their
-                      second pass, and would be off by 1e-3 and more without it */
+                      second pass; without it they were 7 to 8 times the tolerance off
+                      (docs/PERFORMANCE.md, 2026-11-26) */
 };
 
 /* Families of variants: how a row is shared (one work-item, a whole group, part of a group),
