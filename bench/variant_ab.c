@@ -4,18 +4,20 @@
  * env_ab, interleaving is what makes the comparison hold on a shared machine (docs/DEVICES.md).
  * Prints the median GB/s of each variant (the bytes of tool_op_bytes, over the time from a marker
  * enqueued just before the call to the end of the call, as `normtune bench` times a call) and its
- * share of the copy.
+ * share of the copy, and beside them the same of the time of the call's last kernel alone (its
+ * event's start to end: the whole call where it enqueued one kernel, without the marker's gap,
+ * about 9 us on NVIDIA's OpenCL).
  * The values are not checked here: `normtune bench` and the tests compare every variant with the
  * float64 reference; this only times them.
  *
  *   variant_ab [--device NAME] [--rounds N] OP DTYPE ROWSxCOLS VARIANT...
- * VARIANT: "auto" (the dispatcher's choice), WG,TPR,VEC,HOLD,STATS with STATS "welford" or
- * "twopass" (reduction: the local-memory tree), e.g. 32,1,16,0,twopass, or "copy": the copy
- * kernel that was fastest in the first measurement, run in the same rotation on the same buffers
- * (x to y, the rows' bytes), so that its GB/s is taken at the same moments as the variants'. With
- * "copy" among them, every share is of that interleaved copy's median; without, of the first
- * measurement's.
- * Exit status: 0, 1 when a call failed, 2 bad usage. */
+ * VARIANT: "auto" (the dispatcher's choice), WG,TPR,VEC,HOLD,STATS[,REDUCE] with STATS "welford"
+ * or "twopass" and REDUCE "local" (the local-memory tree; the default), "subgroup" or "nvshfl",
+ * e.g. 32,1,16,0,twopass or 256,256,4,16,welford,nvshfl; or "copy": the copy kernel that was
+ * fastest in the first measurement, run in the same rotation on the same buffers (x to y, the rows'
+ * bytes), so that its GB/s is taken at the same moments as the variants'. With "copy" among them,
+ * every share is of that interleaved copy's median; without, of the first measurement's. Exit
+ * status: 0, 1 when a call failed (the other variants are still timed), 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h" /* the context's stream_stores, as normtune's copy yardstick takes it */
 #include "tool.h"
@@ -24,26 +26,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_VARIANTS = 8, MAX_SETS = 8, MAX_ROUNDS = 1000 };
+enum { MAX_VARIANTS = 16, MAX_SETS = 8, MAX_ROUNDS = 1000 };
 
 static int usage(void) {
   fprintf(stderr,
           "usage: variant_ab [--device NAME] [--rounds 1..%d] OP DTYPE ROWSxCOLS "
-          "VARIANT... (VARIANT: auto, copy or WG,TPR,VEC,HOLD,welford|twopass; at most "
+          "VARIANT... (VARIANT: auto, copy or "
+          "WG,TPR,VEC,HOLD,welford|twopass[,local|subgroup|nvshfl]; at most "
           "%d)\n",
           MAX_ROUNDS, MAX_VARIANTS);
   return 2;
 }
 
+/* WG,TPR,VEC,HOLD,STATS[,REDUCE] */
 static int parse_variant(const char *s, clnorm_variant *v) {
-  char stats[16];
-  if (sscanf(s, "%u,%u,%u,%u,%15s", &v->wg, &v->tpr, &v->vec, &v->hold, stats) != 5)
+  char rest[32], reduce[16] = "local";
+  if (sscanf(s, "%u,%u,%u,%u,%31s", &v->wg, &v->tpr, &v->vec, &v->hold, rest) != 5)
     return 0;
-  v->reduce = CLNORM_REDUCE_LOCAL;
-  if (strcmp(stats, "welford") == 0)
+  char *comma = strchr(rest, ',');
+  if (comma) {
+    *comma = '\0';
+    snprintf(reduce, sizeof reduce, "%s", comma + 1);
+  }
+  if (strcmp(rest, "welford") == 0)
     v->stats = CLNORM_STATS_WELFORD;
-  else if (strcmp(stats, "twopass") == 0)
+  else if (strcmp(rest, "twopass") == 0)
     v->stats = CLNORM_STATS_TWOPASS;
+  else
+    return 0;
+  if (strcmp(reduce, "local") == 0)
+    v->reduce = CLNORM_REDUCE_LOCAL;
+  else if (strcmp(reduce, "subgroup") == 0)
+    v->reduce = CLNORM_REDUCE_SUBGROUP;
+  else if (strcmp(reduce, "nvshfl") == 0)
+    v->reduce = CLNORM_REDUCE_NVSHFL;
   else
     return 0;
   return 1;
@@ -139,7 +155,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const clnorm_op o = (clnorm_op)op;
-  const int rms = o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
+  const int rms =
+      o == CLNORM_OP_RMSNORM || o == CLNORM_OP_ADD_RMSNORM || o == CLNORM_OP_RMSNORM_BWD;
   const int bwd = o == CLNORM_OP_LAYERNORM_BWD || o == CLNORM_OP_RMSNORM_BWD;
   const int add = o == CLNORM_OP_ADD_LAYERNORM || o == CLNORM_OP_ADD_RMSNORM;
   clnorm_call c = {.op = o, .rows = rows, .cols = cols, .dtype = dt, .eps = 1e-5f};
@@ -153,8 +170,11 @@ int main(int argc, char **argv) {
     c.dgamma = dgamma;
     c.dbeta = rms ? NULL : dbeta;
     /* the backward reads the statistics of a forward call on set 0 */
-    clnorm_call f = {.op = rms ? CLNORM_OP_RMSNORM : CLNORM_OP_LAYERNORM, .rows = rows,
-                     .cols = cols, .dtype = dt, .eps = 1e-5f};
+    clnorm_call f = {.op = rms ? CLNORM_OP_RMSNORM : CLNORM_OP_LAYERNORM,
+                     .rows = rows,
+                     .cols = cols,
+                     .dtype = dt,
+                     .eps = 1e-5f};
     f.x = (clnorm_rows){x[0], 0, 0};
     f.y = (clnorm_rows){y[0], 0, 0};
     f.mean = rms ? NULL : mean;
@@ -187,7 +207,8 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  static double times[MAX_VARIANTS][MAX_ROUNDS];
+  static double times[MAX_VARIANTS][MAX_ROUNDS], owns[MAX_VARIANTS][MAX_ROUNDS];
+  int failed[MAX_VARIANTS] = {0}, status = 0;
   for (int round = -2; round < rounds; round++) {
     for (int j = 0; j < nv; j++) {
       const int k = (j + round + 2) % nv;
@@ -210,17 +231,27 @@ int main(int argc, char **argv) {
           fprintf(stderr, "variant_ab: the copy kernel failed (%d)\n", (int)e);
           return 1;
         }
+      } else if (failed[k]) {
+        clReleaseEvent(before);
+        continue;
       } else if (clnorm_run(ctx, queue, &c, forced[k] ? &v[k] : NULL, 0, NULL, &ev) != CLNORM_OK) {
+        /* the others are still compared; the exit status says one failed */
         fprintf(stderr, "variant_ab: %s: %s\n", argv[a + 3 + k], clnorm_ctx_errmsg(ctx));
-        return 1;
+        clReleaseEvent(before);
+        failed[k] = 1;
+        status = 1;
+        continue;
       }
-      const double t = tool_span_seconds(before, ev, NULL); /* releases both */
-      if (!(t > 0)) {
+      double own = 0.0;
+      const double t = tool_span_seconds(before, ev, &own); /* releases both */
+      if (!(t > 0) || !(own > 0)) {
         fprintf(stderr, "variant_ab: no profiling time for the call\n");
         return 1;
       }
-      if (round >= 0)
+      if (round >= 0) {
         times[k][round] = t;
+        owns[k][round] = own;
+      }
     }
   }
   const double moved = tool_op_bytes(&c);
@@ -229,11 +260,18 @@ int main(int argc, char **argv) {
   printf("variant_ab on %s, %s %s %zu x %zu, %d rounds, copy %.1f GB/s (same process)%s\n",
          dev.name, argv[a], argv[a + 1], rows, cols, rounds, copy,
          copy_at >= 0 ? "; shares of the interleaved copy" : "");
+  const double copy_own =
+      copy_at >= 0 ? 2.0 * (double)bytes / tool_median(owns[copy_at], (size_t)rounds) / 1e9 : 0;
   const double yard = copy_at >= 0 ? copy_here : copy;
+  const double yard_own = copy_at >= 0 ? copy_own : copy; /* kernel alone against kernel alone */
   for (int k = 0; k < nv; k++) {
     if (k == copy_at) {
-      printf("  %-5s %-52s %8.1f GB/s  %.2f of copy\n", "copy", tool_copy_name(kind), copy_here,
-             1.0);
+      printf("  %-5s %-52s %8.1f GB/s  %.2f of copy; last kernel alone %8.1f GB/s  %.2f\n", "copy",
+             tool_copy_name(kind), copy_here, 1.0, copy_own, 1.0);
+      continue;
+    }
+    if (failed[k]) {
+      printf("  %-5s %-52s failed (above)\n", "", argv[a + 3 + k]);
       continue;
     }
     clnorm_variant shown = v[k];
@@ -242,8 +280,9 @@ int main(int argc, char **argv) {
     char name[96];
     clnorm_variant_format(&shown, name, sizeof name);
     const double gbps = moved / tool_median(times[k], (size_t)rounds) / 1e9;
-    printf("  %-5s %-52s %8.1f GB/s  %.2f of copy\n", forced[k] ? "" : "auto", name, gbps,
-           gbps / yard);
+    const double kernel_gbps = moved / tool_median(owns[k], (size_t)rounds) / 1e9;
+    printf("  %-5s %-52s %8.1f GB/s  %.2f of copy; last kernel alone %8.1f GB/s  %.2f\n",
+           forced[k] ? "" : "auto", name, gbps, gbps / yard, kernel_gbps, kernel_gbps / yard_own);
   }
   if (copy_k)
     clReleaseKernel(copy_k);
@@ -258,5 +297,5 @@ int main(int argc, char **argv) {
   clnorm_ctx_destroy(ctx);
   clReleaseCommandQueue(queue);
   clReleaseContext(context);
-  return 0;
+  return status;
 }

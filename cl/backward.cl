@@ -69,7 +69,9 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       pg[i] = 0.0f;
       pb[i] = 0.0f;
     }
-  HELD_DECL;
+#if HOLD > 0
+  floatv held[HOLD];
+#endif
 
   for (ulong b = get_group_id(0); b < blocks; b += groups) {
     const ulong row = b * RPG + slot;
@@ -92,8 +94,8 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     FOR_VECS(i, k, nvec) {
       const floatv xv = LOADV(xr, i);
       const floatv dv = LOADV(dyr, i);
-      HELD_PUT(k, xv);
 #if HOLD > 0
+      held[k] = xv;
       held_dy[k] = dv;
 #endif
       const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;

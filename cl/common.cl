@@ -34,6 +34,12 @@
 #ifndef HWHALF /* 1: half vectors convert through x86 F16C instructions (cl/common.cl) */
 #define HWHALF 0
 #endif
+#ifndef RAW16 /* 1: 16-bit rows move as vectors of uint, two elements in each (RAW_LOAD below) */
+#define RAW16 0
+#endif
+#ifndef PTX /* 1: NVIDIA's platform, which takes inline PTX */
+#define PTX 0
+#endif
 
 #define RPG (WG / TPR) /* rows per work-group */
 
@@ -54,24 +60,32 @@ typedef ushort ushortv;
 typedef float2 floatv;
 typedef uint2 uintv;
 typedef ushort2 ushortv;
+typedef uint uinth; /* VEC / 2 uints: the bits of VEC 16-bit elements */
+#define HSUFFIX 
 #define HSUM(v) ((v).s0 + (v).s1)
 #define VSUFFIX 2
 #elif VEC == 4
 typedef float4 floatv;
 typedef uint4 uintv;
 typedef ushort4 ushortv;
+typedef uint2 uinth; /* VEC / 2 uints: the bits of VEC 16-bit elements */
+#define HSUFFIX 2
 #define HSUM(v) (((v).s0 + (v).s1) + ((v).s2 + (v).s3))
 #define VSUFFIX 4
 #elif VEC == 8
 typedef float8 floatv;
 typedef uint8 uintv;
 typedef ushort8 ushortv;
+typedef uint4 uinth; /* VEC / 2 uints: the bits of VEC 16-bit elements */
+#define HSUFFIX 4
 #define HSUM(v) hsum4((v).lo + (v).hi)
 #define VSUFFIX 8
 #elif VEC == 16
 typedef float16 floatv;
 typedef uint16 uintv;
 typedef ushort16 ushortv;
+typedef uint8 uinth; /* VEC / 2 uints: the bits of VEC 16-bit elements */
+#define HSUFFIX 8
 #define HSUM(v) hsum4(((v).lo.lo + (v).lo.hi) + ((v).hi.lo + (v).hi.hi))
 #define VSUFFIX 16
 #else
@@ -138,6 +152,14 @@ typedef ushort16 ushortv;
 #define NEXT_ROW(p, stride, ok, n) ((__global const stype *)0)
 #define PREFETCH_V(p, i) ((void)(p))
 #endif
+
+/* RAW16 (NVIDIA's platform; CLNORM_RAW16): 16-bit rows load and store as vectors of VEC / 2 uints,
+ * the bits of two elements in each, and convert in registers. NVIDIA's OpenCL compiler makes
+ * scalar 2-byte accesses of vloada_half8 / vstorea_half8_rte and 8-byte ones of a ushort8 (PTX has
+ * no 16-byte vector of 16-bit elements), where a uint4 is one 16-byte access (docs/DEVICES.md).
+ * RAW_LOAD(p, i): vector i of the row at p, as bits; RAW_PUT(p, i, u): its bits stored. */
+#define RAW_LOAD(p, i) (((__global const uinth *)(p))[(i)])
+#define RAW_PUT(p, i, u) PUT(&((__global uinth *)(p))[(i)], (u))
 
 /* Storage types. Rows, gamma and beta are `stype` in global memory and floats in registers:
  * loads convert to float, stores round to nearest even (NaN stays NaN). half is used only
@@ -243,6 +265,43 @@ inline ushort16 x86_f2h(float16 v) {
 #if VEC == 1
 #define LOADV(p, i) vload_half((i), (p))
 #define VSTORE_HALF(v, i, p) vstore_half_rte((v), (i), (p))
+#elif RAW16 && !UNALIGNED
+/* Pairs of halves in a uint: to floats and back, low half first (element 0 at the lower address:
+ * every OpenCL GPU is little-endian). On NVIDIA's platform through PTX's conversions, one
+ * instruction an element; elsewhere through the built-ins on a register. */
+#if PTX
+inline float2 h_unpack2(uint u) {
+  float lo, hi;
+  asm("{.reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h;}"
+      : "=f"(lo), "=f"(hi)
+      : "r"(u));
+  return (float2)(lo, hi);
+}
+/* to nearest even, as vstore_half_rte */
+inline uint h_pack2(float2 v) {
+  uint r;
+  asm("{.reg .b16 l, h; cvt.rn.f16.f32 l, %1; cvt.rn.f16.f32 h, %2; mov.b32 %0, {l, h};}"
+      : "=r"(r)
+      : "f"(v.s0), "f"(v.s1));
+  return r;
+}
+#else
+inline float2 h_unpack2(uint u) { return vload_half2(0, (__private const half *)&u); }
+inline uint h_pack2(float2 v) {
+  uint r;
+  vstore_half2_rte(v, 0, (__private half *)&r);
+  return r;
+}
+#endif
+inline float4 h_unpack4(uint2 u) { return (float4)(h_unpack2(u.s0), h_unpack2(u.s1)); }
+inline float8 h_unpack8(uint4 u) { return (float8)(h_unpack4(u.lo), h_unpack4(u.hi)); }
+inline float16 h_unpack16(uint8 u) { return (float16)(h_unpack8(u.lo), h_unpack8(u.hi)); }
+inline uint2 h_pack4(float4 v) { return (uint2)(h_pack2(v.lo), h_pack2(v.hi)); }
+inline uint4 h_pack8(float8 v) { return (uint4)(h_pack4(v.lo), h_pack4(v.hi)); }
+inline uint8 h_pack16(float16 v) { return (uint8)(h_pack8(v.lo), h_pack8(v.hi)); }
+#define LOADV(p, i) CAT(h_unpack, VEC)(RAW_LOAD((p), (i)))
+#define VSTORE_HALF(v, i, p) RAW_PUT((p), (i), CAT(h_pack, VEC)(v))
+#define UNRAW(r) CAT(h_unpack, VEC)(r)
 #elif UNALIGNED
 #define LOADV(p, i) CAT(vload_half, VEC)((i), (p))
 #define VSTORE_HALF(v, i, p) CAT(CAT(vstore_half, VEC), _rte)((v), (i), (p))
@@ -300,15 +359,45 @@ inline uint bf16_bits1(float v) BF16_BITS(float, uint, as_uint, v)
 inline uintv bf16_bitsv(floatv v) BF16_BITS(floatv, uintv, CAT(as_uint, VSUFFIX), v)
 #define LOAD1(p, i) as_float((uint)(p)[(i)] << 16)
 #define STORE1(p, i, v) PUT(&(p)[(i)], (ushort)(bf16_bits1(v) >> 16))
+#if RAW16 && !UNALIGNED && VEC > 1
+/* Pairs of elements in a uint, low half first (element 0 at the lower address) */
+inline floatv bf16_unpack(uinth u) {
+  floatv f;
+  f.even = CAT(as_float, HSUFFIX)(u << 16);
+  f.odd = CAT(as_float, HSUFFIX)(u & (uinth)0xFFFF0000u);
+  return f;
+}
+inline uinth bf16_pack(floatv v) {
+  const uintv b = bf16_bitsv(v);
+  return (b.even >> 16) | (b.odd & (uinth)0xFFFF0000u);
+}
+#define LOADV(p, i) bf16_unpack(RAW_LOAD((p), (i)))
+#define STOREV(p, i, v) RAW_PUT((p), (i), bf16_pack(v))
+#define UNRAW(r) bf16_unpack(r)
+#else
 #define LOADV(p, i)                                                                                \
   CAT(as_float, VSUFFIX)                                                                           \
   (CAT(convert_uint, VSUFFIX)(VLOAD(__global const ushortv *, (p), (i))) << 16)
 #define STOREV(p, i, v)                                                                            \
   VPUT(ushortv, (p), (i), CAT(convert_ushort, VSUFFIX)(bf16_bitsv(v) >> 16))
+#endif
 #define ROUND1(v) as_float(bf16_bits1(v))
 #define ROUNDV(v) CAT(as_float, VSUFFIX)(bf16_bitsv(v))
 #else
 #error "DTYPE must be 0, 1 or 2"
+#endif
+
+/* rawv: a vector of the row as loaded, before its conversion to floats (UNRAW): the bits of
+ * VEC 16-bit elements in VEC / 2 uints under RAW16, else floatv. LOADR(p, i): vector i of the
+ * row at p as rawv. A kernel that keeps loaded vectors for a while (the weights below) keeps
+ * them so: half the registers for 16-bit rows. */
+#ifdef UNRAW
+typedef uinth rawv;
+#define LOADR(p, i) RAW_LOAD((p), (i))
+#else
+typedef floatv rawv;
+#define LOADR(p, i) LOADV((p), (i))
+#define UNRAW(r) (r)
 #endif
 
 inline float hsum4(float4 v) { return (v.s0 + v.s1) + (v.s2 + v.s3); }
@@ -520,20 +609,66 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 
 /* Iteration over the work-item's vectors of the row: i is the vector index in the row, k the
  * slot in private memory when the row is held. */
+/* A held row is loaded whole before any of it is used (HELD_DECL): every load of the work-item is
+ * then in flight at once. Loads inside the loop that uses them, each behind its own `i < nvec`
+ * branch, waited for one another: NVIDIA's compiler issues each after the previous one's
+ * arithmetic, so a work-item paid a memory latency per vector (docs/DEVICES.md). */
 #if HOLD > 0
 #define FOR_VECS(i, k, nv)                                                                         \
   for (uint k = 0, i = lane; k < HOLD; k++, i += TPR)                                              \
     if (i < (nv))
-#define HELD_DECL floatv held[HOLD]
-#define HELD_PUT(k, v) (held[(k)] = (v))
+#if ADD
+#define HELD_DECL                                                                                  \
+  floatv held[HOLD];                                                                               \
+  {                                                                                                \
+    rawv hx_[HOLD], hr_[HOLD];                                                                     \
+    for (uint k_ = 0, i_ = lane; k_ < HOLD; k_++, i_ += TPR) {                                     \
+      hx_[k_] = i_ < nvec ? LOADR(xr, i_) : (rawv)(0);                                             \
+      hr_[k_] = i_ < nvec ? LOADR(rr, i_) : (rawv)(0);                                             \
+    }                                                                                              \
+    for (uint k_ = 0; k_ < HOLD; k_++)                                                             \
+      held[k_] = ROUNDV(UNRAW(hx_[k_]) + UNRAW(hr_[k_]));                                          \
+  }
+#else
+#define HELD_DECL                                                                                  \
+  floatv held[HOLD];                                                                               \
+  {                                                                                                \
+    rawv hx_[HOLD];                                                                                \
+    for (uint k_ = 0, i_ = lane; k_ < HOLD; k_++, i_ += TPR)                                       \
+      hx_[k_] = i_ < nvec ? LOADR(xr, i_) : (rawv)(0);                                             \
+    for (uint k_ = 0; k_ < HOLD; k_++)                                                             \
+      held[k_] = UNRAW(hx_[k_]);                                                                   \
+  }
+#endif
 #define HELD_GET(i, k) (held[(k)])
 #define HELD_GET_AT(xp, rp, i, k) (held[(k)])
 #else
 #define FOR_VECS(i, k, nv) for (uint i = lane, k = 0; i < (nv); i += TPR, k++)
 #define HELD_DECL
-#define HELD_PUT(k, v) ((void)(k))
 #define HELD_GET(i, k) SRCV(i)
 #define HELD_GET_AT(xp, rp, i, k) SRCV_AT((xp), (rp), (i))
+#endif
+
+/* WEIGHTS_DECL(gp, bp, use_g, use_b): with a held row of at most 64 bytes per work-item (WPRE),
+ * the work-item's vectors of gamma (gp) and beta (bp) are loaded with the row, before the
+ * reduction, so that their latency passes during it; as rawv, where the output loop converts them.
+ * Larger held rows would spill. GAMMA_V(gp, i, k), BETA_V(bp, i, k): vector i (slot k) of each.
+ * Without WPRE they load in the output loop. The rows start at element 0 (OUT_HEAD is 0 for held
+ * rows). */
+#define WPRE (HOLD > 0 && HOLD * VEC * (DTYPE == 0 ? 4 : 2) <= 64)
+#if WPRE
+#define WEIGHTS_DECL(gp, bp, use_g, use_b)                                                         \
+  rawv w_g[HOLD], w_b[HOLD];                                                                       \
+  for (uint k_ = 0, i_ = lane; k_ < HOLD; k_++, i_ += TPR) {                                       \
+    w_g[k_] = (use_g) && i_ < nvec ? LOADR((gp), i_) : (rawv)(0);                                  \
+    w_b[k_] = (use_b) && i_ < nvec ? LOADR((bp), i_) : (rawv)(0);                                  \
+  }
+#define GAMMA_V(gp, i, k) UNRAW(w_g[(k)])
+#define BETA_V(bp, i, k) UNRAW(w_b[(k)])
+#else
+#define WEIGHTS_DECL(gp, bp, use_g, use_b)
+#define GAMMA_V(gp, i, k) LOADV((gp), (i))
+#define BETA_V(bp, i, k) LOADV((bp), (i))
 #endif
 
 /* RB: the private row buffer of RBUF floats (the host's -DRBUF; a CPU device) in the fused-add

@@ -40,6 +40,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #endif
     const float pivot = active ? SRC1(0) : 0.0f;
     HELD_DECL;
+    WEIGHTS_DECL(gamma, beta, (flags & HAS_GAMMA) != 0, (flags & HAS_BETA) != 0);
 
 #if STATS == 0
     /* Welford over blocks of at most 256 vectors, each block merged into the running statistics
@@ -48,8 +49,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;
     float wn = 0.0f, bn = 0.0f;
     FOR_VECS(i, k, nvec) {
-      const floatv xv = SRCV(i);
-      HELD_PUT(k, xv);
+      const floatv xv = HELD_GET(i, k);
       const floatv d = xv - pivot;
       bn += 1.0f;
       const floatv delta = d - bmean;
@@ -135,8 +135,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #else
     floatv acc = 0.0f;
     FOR_VECS(i, k, nvec) {
-      const floatv xv = SRCV(i);
-      HELD_PUT(k, xv);
+      const floatv xv = HELD_GET(i, k);
       acc += xv - pivot;
     }
     float sum = HSUM(acc);
@@ -200,9 +199,9 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     const floatv h = HV(i, k);                                                                     \
     floatv o = (h - pivot - mean_d) * rstd;                                                        \
     if (has_gamma)                                                                                 \
-      o *= LOADV(go, i);                                                                           \
+      o *= GAMMA_V(go, i, k);                                                                      \
     if (has_beta)                                                                                  \
-      o += LOADV(bo, i);                                                                           \
+      o += BETA_V(bo, i, k);                                                                       \
     ADD_SUM_OUT(i, h);                                                                              \
     PREFETCH_V(xn, i);                                                                             \
     STOREV(yo, i, o);                                                                              \

@@ -31,6 +31,7 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global const stype *rr = res + r_off + (active ? row : 0) * r_stride;
 #endif
     HELD_DECL;
+    WEIGHTS_DECL(gamma, gamma, (flags & HAS_GAMMA) != 0, false);
 
 #if HOLD == 0
 #define RMS_SQ(i) squarev(SRCV(i))
@@ -47,8 +48,7 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     /* A held row is at most HOLD vectors per work-item: one accumulator loses nothing. */
     floatv acc = 0.0f;
     FOR_VECS(i, k, nvec) {
-      const floatv xv = SRCV(i);
-      HELD_PUT(k, xv);
+      const floatv xv = HELD_GET(i, k);
       acc += xv * xv;
     }
     float sq = HSUM(acc);
@@ -95,7 +95,7 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     const floatv h = HV(i, k);                                                                     \
     floatv o = h * rstd;                                                                           \
     if (has_gamma)                                                                                 \
-      o *= LOADV(go, i);                                                                           \
+      o *= GAMMA_V(go, i, k);                                                                      \
     ADD_SUM_OUT(i, h);                                                                             \
     PREFETCH_V(xn, i);                                                                             \
     STOREV(yo, i, o);                                                                              \

@@ -87,6 +87,7 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->stream_stores = env_switch("CLNORM_STREAM_STORES", pocl_cpu);
   info->prefetch = env_switch("CLNORM_PREFETCH", pocl_cpu);
   info->hw_half = env_switch("CLNORM_HW_HALF", pocl_cpu);
+  info->raw16 = env_switch("CLNORM_RAW16", info->is_nvidia);
   info->no_warnings = pocl_cpu;
   info->unaligned = env_switch("CLNORM_UNALIGNED", (info->type & CL_DEVICE_TYPE_CPU) != 0);
   info->rbuf_bytes = env_switch("CLNORM_ROW_BUFFER", pocl_cpu) ? row_buffer_budget() : 0;

@@ -43,6 +43,12 @@ typedef struct clnorm_device_info {
    * only with streaming stores on (it sits in cl/common.cl's STREAM branch). PoCL's CPU device.
    * CLNORM_HW_HALF=0/1 overrides. */
   int hw_half;
+  /* 16-bit rows load and store as vectors of uint and convert in registers (-DRAW16,
+   * cl/common.cl): NVIDIA's OpenCL compiler makes 2-byte accesses of the vload_half built-ins and
+   * 8-byte ones of ushort vectors, where a uint4 moves 16 bytes (docs/DEVICES.md). NVIDIA's
+   * platform, where float16 converts through inline PTX. CLNORM_RAW16=0/1 overrides (elsewhere
+   * float16 then converts through the built-ins on a register). */
+  int raw16;
   /* Build with -w: PoCL's clang prints "N warnings generated." to the process's stderr for every
    * program, the warnings being -Wpsabi notes on float16 arguments of inline functions where the
    * target has no AVX-512 (harmless: everything is inlined), and PoCL rejects -Wno-psabi

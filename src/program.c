@@ -34,11 +34,12 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
   snprintf(buf, size,
-           "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DRBUF=%u "
+           "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%d -DRAW16=%d "
+           "-DRBUF=%u "
            "-DREDUCE=%u -DRMS=%d -DRVEC=%u -DSPLIT=%d -DSTATS=%u -DSTREAM=%d -DTPR=%u "
            "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s",
-           std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch,
-           clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
+           std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->is_nvidia,
+           info->raw16, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
            clnorm__reduce_vec(info), split, (unsigned)v->stats, info->stream_stores, v->tpr,
            info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");
 }
@@ -134,8 +135,7 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
   if (!cached)
     p->program = clCreateProgramWithSource(ctx->context, 3, sources, lengths, &err);
   if (err != CL_SUCCESS) {
-    snprintf(text, sizeof text, "clCreateProgramWithSource failed: %s",
-             clnorm__cl_error_name(err));
+    snprintf(text, sizeof text, "clCreateProgramWithSource failed: %s", clnorm__cl_error_name(err));
     p->status = CLNORM_E_OPENCL;
     p->log = dup_string(text);
     p->program = NULL;
@@ -192,8 +192,7 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
 }
 
 clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
-                                  const clnorm_variant *variant, int split,
-                                  clnorm_program **out) {
+                                  const clnorm_variant *variant, int split, clnorm_program **out) {
   /* The split kernels re-read the row and take Welford statistics: hold and stats do not
    * apply to them. */
   clnorm_variant normalized = *variant;

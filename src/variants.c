@@ -10,7 +10,7 @@
 static const unsigned wg_values[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 static const unsigned tpr_values[] = {1, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 static const unsigned vec_values[] = {2, 4, 8, 16};
-static const unsigned hold_values[] = {0, 1, 4, 16};
+static const unsigned hold_values[] = {0, 1, 2, 4, 8, 16};
 static const clnorm_reduce reduce_values[] = {CLNORM_REDUCE_LOCAL, CLNORM_REDUCE_SUBGROUP,
                                               CLNORM_REDUCE_NVSHFL};
 static const clnorm_stats stats_values[] = {CLNORM_STATS_WELFORD, CLNORM_STATS_TWOPASS};
@@ -61,8 +61,8 @@ static unsigned hold_budget(clnorm_op op) {
   return clnorm__op_backward(op) ? CLNORM_HOLD_MAX_FLOATS / 2 : CLNORM_HOLD_MAX_FLOATS;
 }
 
-int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
-                              const clnorm_variant *v, char *buf, size_t size) {
+int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op, const clnorm_variant *v,
+                              char *buf, size_t size) {
   if (!is_pow2(v->wg) || !is_pow2(v->tpr) || v->tpr > v->wg)
     return why(buf, size, "wg and tpr must be powers of two with tpr <= wg");
   if (!is_pow2(v->vec) || v->vec > 16)
@@ -93,8 +93,9 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
    * the row (tpr == 1, the CPU shape: a row of 4096 floats is 16 KiB), from global memory
    * otherwise (GPU shapes), where one pass always wins. */
   if (v->stats == CLNORM_STATS_TWOPASS && v->hold == 0 && v->tpr != 1)
-    return why(buf, size, "two-pass statistics need the row held (hold > 0) or one work-item per "
-                          "row (tpr == 1)");
+    return why(buf, size,
+               "two-pass statistics need the row held (hold > 0) or one work-item per "
+               "row (tpr == 1)");
   if ((clnorm__op_rms(op) || clnorm__op_backward(op)) && v->stats != CLNORM_STATS_WELFORD)
     return why(buf, size,
                "only LayerNorm forward variants have a statistics choice (stats must be welford)");
@@ -110,8 +111,8 @@ size_t clnorm__variant_list(const clnorm_device_info *info, clnorm_op op, clnorm
         for (size_t d = 0; d < COUNT(hold_values); d++)
           for (size_t e = 0; e < COUNT(reduce_values); e++)
             for (size_t f = 0; f < COUNT(stats_values); f++) {
-              const clnorm_variant v = {wg_values[a],     tpr_values[b],    vec_values[c],
-                                        hold_values[d],   reduce_values[e], stats_values[f]};
+              const clnorm_variant v = {wg_values[a],   tpr_values[b],    vec_values[c],
+                                        hold_values[d], reduce_values[e], stats_values[f]};
               if (!in_space(&v, dtype) || !clnorm__variant_device_ok(info, op, &v, NULL, 0))
                 continue;
               if (n < cap)
@@ -197,13 +198,22 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     const unsigned vec = clnorm__call_vec(info, call, want);
     const size_t vectors = (call->cols + vec - 1) / vec;
     unsigned max_wg = info->max_wg >= 1024 ? 1024 : (unsigned)pow2_ceil(info->max_wg + 1) / 2;
+    /* At most 256 work-items: NVIDIA's OpenCL (driver 580, H100 and H200) builds these kernels
+     * for at most 256 (CL_KERNEL_WORK_GROUP_SIZE), so wider variants fell back to a re-read row
+     * (docs/DEVICES.md). */
+    max_wg = max_wg > 256 ? 256 : max_wg;
     if (vectors <= 16) {
       /* Short rows: a small slice of the group per row, several rows per group. */
       v.tpr = 4;
       v.wg = 32 <= max_wg ? 32 : max_wg;
     } else {
-      /* About four vectors per work-item, between 32 and the device's maximum. */
-      unsigned tpr = pow2_ceil((vectors + 3) / 4);
+      /* Many vectors per work-item, all loaded before any is used (cl/common.cl): about 4 of 4
+       * floats or 8 of 8 halves (the backward, which holds x and dy: 4), the row held in 16 to 64
+       * floats (H200, forward, interleaved:
+       * float32 8192 columns 256 x 8 vectors 0.92 of copy against 128 x 16 0.90; bfloat16 8192
+       * columns 128 x 8 0.74 against 256 x 4 0.60; docs/PERFORMANCE.md). */
+      const size_t per = call->dtype == CLNORM_F32 || clnorm__op_backward(call->op) ? 4 : 8;
+      unsigned tpr = pow2_ceil((vectors + per - 1) / per);
       tpr = tpr < 32 ? 32 : tpr;
       tpr = tpr > max_wg ? max_wg : tpr;
       v.tpr = tpr;
@@ -213,7 +223,10 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     }
     /* hold counts vectors of the width the call runs at; the variant states it at `want` */
     const size_t per_item = ((vectors + v.tpr - 1) / v.tpr + (want / vec) - 1) / (want / vec);
-    v.hold = per_item <= 1 ? 1 : per_item <= 4 ? 4 : per_item <= 16 ? 16 : 0;
+    v.hold = 0;
+    for (size_t h = 1; h <= 16 && !v.hold; h *= 2)
+      if (per_item <= h)
+        v.hold = (unsigned)h;
     v.stats = v.hold ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;
     if (info->is_nvidia && v.wg % 32 == 0)
       v.reduce = CLNORM_REDUCE_NVSHFL;
@@ -256,8 +269,8 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
   const size_t min_chunk = (size_t)v->wg * v->vec * 4;
   const int bwd = clnorm__op_backward(call->op);
   const int cpu = (info->type & CL_DEVICE_TYPE_CPU) != 0;
-  if (bwd && clnorm__bwd_tiles(v, call->cols) <
-                 (cpu ? 2 * (size_t)info->compute_units : 2 * call->rows))
+  if (bwd &&
+      clnorm__bwd_tiles(v, call->cols) < (cpu ? 2 * (size_t)info->compute_units : 2 * call->rows))
     return 1;
   unsigned splits = 1;
   while (splits < 1024 && call->rows * splits * 2 <= fill &&

@@ -821,8 +821,8 @@ static void zero_rows_backward(clnorm_op op, clnorm_dtype dtype) {
       op == CLNORM_OP_LAYERNORM_BWD
           ? clnorm_layernorm_backward(h.ctx, h.queue, 0, cols, dtype, dyr, xr, NULL, stat, stat,
                                       dxr, dg, db, 0, NULL, &done)
-          : clnorm_rmsnorm_backward(h.ctx, h.queue, 0, cols, dtype, dyr, xr, NULL, stat, dxr, dg,
-                                    0, NULL, &done);
+          : clnorm_rmsnorm_backward(h.ctx, h.queue, 0, cols, dtype, dyr, xr, NULL, stat, dxr, dg, 0,
+                                    NULL, &done);
   if (st != CLNORM_OK || !done)
     harness_fail("%s %s rows=0: %s", clnorm_op_name(op), clnorm_dtype_name(dtype),
                  clnorm_status_string(st));
@@ -914,30 +914,69 @@ static size_t first_difference(const unsigned char *a, const unsigned char *b, s
   return n;
 }
 
-/* CLNORM_HW_HALF: float16 through x86's F16C instructions (PoCL on x86, where the kernel compiler
- * has them) against OpenCL's vload_half / vstore_half_rte. Every output of every op, the same
- * values from a context with the setting on and one with it off (the same bits, but for a NaN's
- * payload: PoCL 3.1's vstore_half_rte writes 7fff where vcvtps2ph writes 7e00), through the
- * dispatcher and through
- * a variant of 16 and one of 8 lanes with one work-item per row, on rows with the largest and the
- * smallest halves, subnormals, a NaN and an Inf. Where the compiler has no F16C (Oclgrind, GPUs)
- * both contexts run the same code and the check holds trivially. */
-static void hw_half_same_bits(void) {
-  const char *was = getenv("CLNORM_HW_HALF");
-  char saved[8] = "";
-  if (was)
-    snprintf(saved, sizeof saved, "%s", was);
+/* Settings that change how a kernel moves or converts 16-bit elements but not the values: every
+ * output of every op must be the same from a context with the setting off (k = 0) and one with it
+ * on (k = 1), through the dispatcher and through forced variants, on rows with the largest and the
+ * smallest values, subnormals, a NaN and an Inf (NaN payloads exempt).
+ * - CLNORM_HW_HALF: float16 through x86's F16C instructions (PoCL on x86, where the kernel compiler
+ *   has them) against OpenCL's vload_half / vstore_half_rte (PoCL 3.1's vstore_half_rte writes a
+ *   NaN as 7fff where vcvtps2ph writes 7e00). Forced: a variant of 16 and one of 8 lanes with one
+ *   work-item per row, row re-read. Where the compiler has no F16C (Oclgrind, GPUs) both contexts
+ *   run the same code and the check holds trivially.
+ * - CLNORM_RAW16: rows as vectors of uint, converted in registers (NVIDIA's default), against the
+ *   built-ins, both with aligned rows and plain stores (the path a GPU takes). Forced: variants of
+ *   several work-items per row, held and re-read, of 8 and 16 lanes, and one work-item per row. */
+typedef struct {
+  const char *label;
+  const char *env[3]; /* settings of both contexts, NAME=VALUE */
+  const char *name;   /* the setting compared: 0 in the first context, 1 in the second */
+  clnorm_dtype dtype;
+  int gpu_shapes; /* forced variants of several work-items per row, not one */
+} same_bits_case;
+
+/* NAME=VALUE into the environment; the old value (or its absence) kept in *old */
+typedef struct {
+  char name[64], value[64];
+  int was_set;
+} env_saved;
+
+static void env_push(const char *assign, env_saved *old) {
+  const char *eq = strchr(assign, '=');
+  snprintf(old->name, sizeof old->name, "%.*s", (int)(eq - assign), assign);
+  const char *was = getenv(old->name);
+  old->was_set = was != NULL;
+  snprintf(old->value, sizeof old->value, "%s", was ? was : "");
+  setenv(old->name, eq + 1, 1);
+}
+
+static void env_pop(const env_saved *old) {
+  if (old->was_set)
+    setenv(old->name, old->value, 1);
+  else
+    unsetenv(old->name);
+}
+
+static void same_bits(const same_bits_case *sc) {
   clnorm_ctx *c[2] = {NULL, NULL};
   for (int k = 0; k < 2; k++) {
-    setenv("CLNORM_HW_HALF", k ? "1" : "0", 1);
+    env_saved old[4];
+    int n = 0;
+    for (; n < 3 && sc->env[n]; n++)
+      env_push(sc->env[n], &old[n]);
+    char assign[80];
+    snprintf(assign, sizeof assign, "%s=%d", sc->name, k);
+    env_push(assign, &old[n++]);
     if (clnorm_ctx_create(h.context, h.device, &c[k]) != CLNORM_OK)
-      harness_fail("hw half: clnorm_ctx_create failed");
+      harness_fail("%s: clnorm_ctx_create failed", sc->label);
+    while (n > 0)
+      env_pop(&old[--n]);
   }
-  if (was)
-    setenv("CLNORM_HW_HALF", saved, 1);
-  else
-    unsetenv("CLNORM_HW_HALF");
-  static const size_t shapes[][2] = {{7, 1000}, {3, 4101}, {64, 512}};
+  const clnorm_dtype dt = sc->dtype;
+  /* GPU-shaped variants: rows of whole vectors that fit a held variant, and one row of 1003
+   * columns, whose last 3 take the scalar tail at 8 lanes */
+  static const size_t cpu_shapes[][2] = {{7, 1000}, {3, 4101}, {64, 512}};
+  static const size_t gpu_shapes[][2] = {{7, 1000}, {3, 2056}, {1, 1003}};
+  const size_t(*shapes)[2] = sc->gpu_shapes ? gpu_shapes : cpu_shapes;
   const size_t es = 2;
   size_t compared = 0, runs = 0;
   for (size_t sh = 0; sh < 3 && c[0] && c[1]; sh++) {
@@ -945,23 +984,28 @@ static void hw_half_same_bits(void) {
     float *v = malloc(n * sizeof(float));
     unsigned char *bytes = malloc(n * es), *got[2] = {malloc(n * es), malloc(n * es)};
     if (!v || !bytes || !got[0] || !got[1]) {
-      harness_fail("hw half: out of memory");
+      harness_fail("%s: out of memory", sc->label);
       free(v), free(bytes), free(got[0]), free(got[1]);
       break;
     }
     cl_mem in[4]; /* x, residual, dy, gamma and beta (cols elements of the same) */
     for (int b = 0; b < 3; b++) {
-      random_values(v, n, CLNORM_F16, b == 0 ? 3.0 : 0.0);
+      random_values(v, n, dt, b == 0 ? 3.0 : 0.0);
       if (b == 0) { /* the largest and the smallest halves, subnormals; NaN and Inf rows */
-        v[0] = 65504.0f, v[1] = -65504.0f, v[2] = 0x1p-24f, v[3] = -3.0f * 0x1p-24f;
-        v[4] = 1023.0f * 0x1p-24f, v[cols - 1] = 0x1p-14f;
+        if (dt == CLNORM_F16) {
+          v[0] = 65504.0f, v[1] = -65504.0f, v[2] = 0x1p-24f, v[3] = -3.0f * 0x1p-24f;
+          v[4] = 1023.0f * 0x1p-24f, v[cols - 1] = 0x1p-14f;
+        } else {
+          v[0] = 0x1.fep127f, v[1] = -0x1.fep127f, v[2] = 0x1p-133f, v[3] = -3.0f * 0x1p-133f;
+          v[4] = 127.0f * 0x1p-133f, v[cols - 1] = 0x1p-126f;
+        }
         v[cols + 7] = NAN, v[2 * cols + 1] = INFINITY;
       }
-      clnorm_ref_pack(CLNORM_F16, v, n, bytes);
+      clnorm_ref_pack(dt, v, n, bytes);
       in[b] = harness_buffer(&h, n * es, bytes);
     }
-    random_values(v, cols, CLNORM_F16, 0.0);
-    clnorm_ref_pack(CLNORM_F16, v, cols, bytes);
+    random_values(v, cols, dt, 0.0);
+    clnorm_ref_pack(dt, v, cols, bytes);
     in[3] = harness_buffer(&h, cols * es, bytes);
     /* outputs: sizes rounded up to 4 bytes, which the NaN fill (a float pattern) needs */
     const size_t ny = (n * es + 3) / 4 * 4, ng = (cols * es + 3) / 4 * 4;
@@ -970,8 +1014,7 @@ static void hw_half_same_bits(void) {
     cl_mem dg = harness_buffer(&h, ng, NULL), db = harness_buffer(&h, ng, NULL);
     for (int o = 0; o <= 5; o++) {
       const clnorm_op op = (clnorm_op)o;
-      clnorm_call call = {.op = op, .rows = rows, .cols = cols, .dtype = CLNORM_F16,
-                          .eps = 1e-5f};
+      clnorm_call call = {.op = op, .rows = rows, .cols = cols, .dtype = dt, .eps = 1e-5f};
       call.x = (clnorm_rows){in[0], 0, 0};
       call.y = (clnorm_rows){y, 0, 0};
       call.gamma = in[3];
@@ -982,7 +1025,7 @@ static void hw_half_same_bits(void) {
         fwd.mean = is_rms(op) ? NULL : mean;
         fwd.rstd = rstd;
         if (clnorm_run(c[0], h.queue, &fwd, NULL, 0, NULL, NULL) != CLNORM_OK)
-          harness_fail("hw half: the forward before %s failed", clnorm_op_name(op));
+          harness_fail("%s: the forward before %s failed", sc->label, clnorm_op_name(op));
         call.beta = NULL;
         call.dy = (clnorm_rows){in[2], 0, 0};
         call.mean = is_rms(op) ? NULL : mean;
@@ -997,22 +1040,34 @@ static void hw_half_same_bits(void) {
         call.residual = (clnorm_rows){in[1], 0, 0};
         call.sum_out = (clnorm_rows){sum, 0, 0};
       }
-      /* the dispatcher's choice, then the first listed variant of 16 and of 8 lanes, one
-       * work-item per row, row re-read */
-      clnorm_variant list[512], pick[3];
-      const size_t nl = clnorm_variant_list(c[1], op, CLNORM_F16, list, 512);
+      /* the dispatcher's choice, then the forced variants of the case: GPU-shaped ones (128
+       * work-items per row at 8 lanes, 4 vectors held; 64 at 16 lanes, re-read; one work-item
+       * per row at 8 lanes), or one work-item per row at 16 and at 8 lanes, re-read */
+      static const clnorm_variant cpu_want[] = {{2, 1, 16, 0, CLNORM_REDUCE_LOCAL, 0},
+                                                {2, 1, 8, 0, CLNORM_REDUCE_LOCAL, 0}};
+      static const clnorm_variant gpu_want[] = {{128, 128, 8, 4, CLNORM_REDUCE_LOCAL, 0},
+                                                {64, 64, 16, 0, CLNORM_REDUCE_LOCAL, 0},
+                                                {2, 1, 8, 0, CLNORM_REDUCE_LOCAL, 0}};
+      const clnorm_variant *want = sc->gpu_shapes ? gpu_want : cpu_want;
+      const int nwant = sc->gpu_shapes ? 3 : 2;
+      clnorm_variant pick[4];
       int np = 1;
-      for (unsigned want = 16; want >= 8; want /= 2)
-        for (size_t i = 0; i < nl && i < 512; i++)
-          if (list[i].vec == want && list[i].tpr == 1 && list[i].hold == 0) {
-            pick[np++] = list[i];
-            break;
-          }
+      for (int w = 0; w < nwant; w++) {
+        pick[np] = want[w];
+        if (clnorm_variant_check(c[1], &call, &pick[np]) != CLNORM_OK)
+          harness_fail("%s: %s: the wanted variant %d is not in the space: %s", sc->label,
+                       clnorm_op_name(op), w, clnorm_ctx_errmsg(c[1]));
+        else
+          np++;
+      }
       for (int p = 0; p < np; p++) {
         /* what each context wrote: y (dx), then sum_out, dgamma, dbeta, mean, rstd */
-        cl_mem outs[6] = {y, is_add(op) ? sum : NULL, is_bwd(op) ? dg : NULL,
+        cl_mem outs[6] = {y,
+                          is_add(op) ? sum : NULL,
+                          is_bwd(op) ? dg : NULL,
                           is_bwd(op) && !is_rms(op) ? db : NULL,
-                          !is_bwd(op) && !is_rms(op) ? mean : NULL, !is_bwd(op) ? rstd : NULL};
+                          !is_bwd(op) && !is_rms(op) ? mean : NULL,
+                          !is_bwd(op) ? rstd : NULL};
         const size_t out_bytes[6] = {n * es, n * es, cols * es, cols * es, rows * 4, rows * 4};
         unsigned char *first[6] = {NULL};
         for (int k = 0; k < 2; k++) {
@@ -1022,8 +1077,8 @@ static void hw_half_same_bits(void) {
           const clnorm_status st =
               clnorm_run(c[k], h.queue, &call, p ? &pick[p] : NULL, 0, NULL, NULL);
           if (st != CLNORM_OK) {
-            harness_fail("hw half: %s %zux%zu %s with CLNORM_HW_HALF=%d: %s", clnorm_op_name(op),
-                         rows, cols, p ? "forced" : "dispatcher", k, clnorm_ctx_errmsg(c[k]));
+            harness_fail("%s: %s %zux%zu %s with %s=%d: %s", sc->label, clnorm_op_name(op), rows,
+                         cols, p ? "forced" : "dispatcher", sc->name, k, clnorm_ctx_errmsg(c[k]));
             break;
           }
           for (int b = 0; b < 6; b++) {
@@ -1031,21 +1086,22 @@ static void hw_half_same_bits(void) {
               continue;
             unsigned char *buf = k ? got[1] : malloc(out_bytes[b]);
             if (!buf) {
-              harness_fail("hw half: out of memory");
+              harness_fail("%s: out of memory", sc->label);
               continue;
             }
             harness_read(&h, outs[b], out_bytes[b], buf);
             if (k == 0) {
               first[b] = buf;
             } else if (first[b]) {
-              const int odt = b < 4 ? CLNORM_F16 : CLNORM_F32; /* mean and rstd: float */
+              const int odt = b < 4 ? (int)dt : CLNORM_F32; /* mean and rstd: float */
               const size_t on = out_bytes[b] / clnorm_ref_dtype_size(odt);
               const size_t at = first_difference(first[b], buf, on, odt);
               if (at < on)
-                harness_fail("hw half: %s %zux%zu (%s, vec %u): output %d differs at element %zu "
-                             "between CLNORM_HW_HALF=0 and 1",
-                             clnorm_op_name(op), rows, cols, p ? "forced" : "dispatcher",
-                             p ? pick[p].vec : 0u, b, at);
+                harness_fail("%s: %s %zux%zu (%s, vec %u tpr %u hold %u): output %d differs at "
+                             "element %zu between %s=0 and 1",
+                             sc->label, clnorm_op_name(op), rows, cols, p ? "forced" : "dispatcher",
+                             p ? pick[p].vec : 0u, p ? pick[p].tpr : 0u, p ? pick[p].hold : 0u, b,
+                             at, sc->name);
               compared += out_bytes[b];
             }
           }
@@ -1063,10 +1119,29 @@ static void hw_half_same_bits(void) {
   for (int k = 0; k < 2; k++)
     if (c[k])
       clnorm_ctx_destroy(c[k]);
-  printf("  float16 with and without CLNORM_HW_HALF: %zu runs, %zu output bytes the same\n", runs,
-         compared);
-  if (runs < 18)
-    harness_fail("hw half: only %zu runs (3 shapes x 6 ops x at least the dispatcher)", runs);
+  printf("  %s with and without %s: %zu runs, %zu output bytes the same\n", sc->label, sc->name,
+         runs, compared);
+  if (runs < (sc->gpu_shapes ? 3 * 6 * 4 : 3 * 6 * 3))
+    harness_fail("%s: only %zu runs (3 shapes x 6 ops x the dispatcher and forced variants)",
+                 sc->label, runs);
+}
+
+static void same_bits_all(void) {
+  static const same_bits_case cases[] = {
+      {"hw half", {NULL}, "CLNORM_HW_HALF", CLNORM_F16, 0},
+      {"raw16 f16",
+       {"CLNORM_UNALIGNED=0", "CLNORM_STREAM_STORES=0", NULL},
+       "CLNORM_RAW16",
+       CLNORM_F16,
+       1},
+      {"raw16 bf16",
+       {"CLNORM_UNALIGNED=0", "CLNORM_STREAM_STORES=0", NULL},
+       "CLNORM_RAW16",
+       CLNORM_BF16,
+       1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    same_bits(&cases[i]);
 }
 
 int main(int argc, char **argv) {
@@ -1105,7 +1180,7 @@ int main(int argc, char **argv) {
     }
     for (int d = 1; d <= 2; d++)
       store_rounding((clnorm_dtype)d);
-    hw_half_same_bits();
+    same_bits_all();
     for (int d = 0; d <= 2; d++) {
       zero_rows_backward(CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d);
       zero_rows_backward(CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d);
