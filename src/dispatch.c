@@ -926,6 +926,8 @@ clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
             (unsigned)call->op >= CLNORM_OP_COUNT || call->cols == 0 ||
                 (unsigned)call->dtype > CLNORM_BF16,
             CLNORM_E_INVALID_ARG, "unknown op or dtype, or cols == 0");
+  RETURN_IF(ctx, call->cols > UINT32_MAX, CLNORM_E_UNSUPPORTED,
+            "cols %zu exceeds 2^32 - 1 elements per row", call->cols);
   clnorm_variant eff;
   clnorm_choice why;
   clnorm_program *prog;

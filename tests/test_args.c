@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -462,10 +463,16 @@ int main(void) {
     /* forced variants this device or call cannot run: CLNORM_E_UNSUPPORTED, nothing written */
     {
       const clnorm_variant bad[] = {
-          {3, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},  /* wg not a power of 2 */
+          {3, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},   /* wg not a power of 2 */
           {64, 64, 3, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}, /* vec 3 */
-          {1, 1, 4, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},  /* row does not fit hold */
-          {64, 64, 4, 1, (clnorm_reduce)9, CLNORM_STATS_WELFORD},   /* unknown reduce */
+          {1, 1, 4, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},   /* row does not fit hold */
+          {64, 64, 4, 1, (clnorm_reduce)9, CLNORM_STATS_WELFORD},    /* unknown reduce */
+          /* hold * vec wraps in 32 bits (to 0, 0, 8 and 32 floats): the kernel's private
+           * array would be billions of floats (issue 25: SIGSEGV in the kernel) */
+          {1, 1, 2, 1u << 31, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+          {1, 1, 4, 1u << 30, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+          {1, 1, 8, (1u << 29) + 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+          {64, 64, 16, (1u << 28) + 2, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
       };
       for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
         char text[128];
@@ -486,6 +493,15 @@ int main(void) {
                        clnorm_status_string(cs));
         printf("  ok: forced %-37s -> %s\n", text, msg);
       }
+      /* cols past what a call takes: the rounding up of cols / vec / tpr must not wrap to an
+       * item count that fits hold */
+      const clnorm_variant two = {2, 2, 1, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+      c = base(op);
+      c.cols = SIZE_MAX;
+      const clnorm_status cs = clnorm_variant_check(h.ctx, &c, &two);
+      if (cs != CLNORM_E_UNSUPPORTED)
+        harness_fail("clnorm_variant_check(cols SIZE_MAX): expected CLNORM_E_UNSUPPORTED, got %s",
+                     clnorm_status_string(cs));
     }
   }
   new_ops();
