@@ -686,6 +686,7 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
   const cl_mem grads[2] = {call->dgamma, call->dbeta};
   const cl_uchar zero = 0; /* 0.0 in every dtype */
   cl_int err = CL_SUCCESS;
+  const char *step = "zeroing the weight gradients";
   for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
     if (clnorm__op_backward(call->op) && grads[i]) {
       err = clEnqueueFillBuffer(queue, grads[i], &zero, 1, 0,
@@ -693,12 +694,16 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
                                 wait_list, &filled[nfilled]);
       nfilled += err == CL_SUCCESS;
     }
-  if (err == CL_SUCCESS && event)
+  if (err == CL_SUCCESS && event) {
+    step = nfilled ? "the event after zeroing the weight gradients"
+                   : "the event after the wait list (clEnqueueMarkerWithWaitList)";
     err = nfilled ? clEnqueueMarkerWithWaitList(queue, nfilled, filled, event)
                   : clEnqueueMarkerWithWaitList(queue, num_wait, wait_list, event);
+  }
   for (cl_uint i = 0; i < nfilled; i++)
     clReleaseEvent(filled[i]);
-  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "zeroing the weight gradients of rows=0: %s",
+  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "%s %s rows=0: %s failed: %s",
+            clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), step,
             clnorm__cl_error_name(err));
   return CLNORM_OK;
 }

@@ -394,6 +394,28 @@ int main(void) {
     }
     if (!untouched())
       harness_fail("rows == 0 wrote an output");
+    {
+      /* rows == 0 with a wait list the queue refuses (an event of another context): the message
+       * names what failed, which for a forward call is no weight gradient (issue 25) */
+      cl_int e;
+      cl_context other = clCreateContext(NULL, 1, &h.device, NULL, NULL, &e);
+      cl_event foreign = clCreateUserEvent(other, &e);
+      c = base(op), c.rows = 0;
+      ev = NULL;
+      st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, &foreign, &ev);
+      const char *msg = clnorm_ctx_errmsg(h.ctx);
+      if (st != CLNORM_E_OPENCL || strstr(msg, "gradient") || !strstr(msg, "wait list"))
+        harness_fail("rows == 0, a foreign event in the wait list: expected CLNORM_E_OPENCL "
+                     "naming the wait list, got %s \"%s\"",
+                     clnorm_status_string(st), msg);
+      else
+        printf("  ok: rows == 0, foreign wait list -> %s\n", msg);
+      if (ev)
+        clReleaseEvent(ev);
+      clSetUserEventStatus(foreign, CL_COMPLETE);
+      clReleaseEvent(foreign);
+      clReleaseContext(other);
+    }
     for (int d = 1; d <= 2; d++) {
       c = base(op), c.dtype = (clnorm_dtype)d;
       reset_outputs();
