@@ -212,10 +212,18 @@ static int system_error(sqlite3 *sql) {
   return e;
 }
 
-/* "tuning database 'PATH' is corrupt: reading the schema: file is not a database" */
-static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char *doing, char *err,
-                              size_t err_size) {
-  const char *detail = sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+/* SQLite's message of the failure rc, where the connection still holds it: a later call that
+ * succeeded (a ROLLBACK after the failure) leaves "not an error", its message of SQLITE_OK. */
+static const char *rc_message(sqlite3 *sql, int rc) {
+  return sql && sqlite3_errcode(sql) == (rc & 0xff) ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+}
+
+/* "tuning database 'PATH' is corrupt: reading the schema: file is not a database"; detail NULL:
+ * SQLite's message of rc. */
+static clnorm_status sql_fail_with(const char *path, sqlite3 *sql, int rc, const char *doing,
+                                   const char *detail, char *err, size_t err_size) {
+  if (!detail)
+    detail = rc_message(sql, rc);
   /* "disk I/O error" alone does not tell a full disk or file-size limit (EFBIG) from a failing
    * device: add what the system said */
   const int os_error = system_error(sql);
@@ -225,6 +233,11 @@ static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char
               "tuning database '%s' %s: %s: %s%s%s%s", path, rc_kind(rc), doing, detail,
               io && os_error ? " (" : "", io && os_error ? strerror(os_error) : "",
               io && os_error ? ")" : "");
+}
+
+static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char *doing, char *err,
+                              size_t err_size) {
+  return sql_fail_with(path, sql, rc, doing, NULL, err, err_size);
 }
 
 static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err, size_t err_size) {
@@ -473,16 +486,19 @@ static int begin_write(sqlite3 *sql) {
   return rc;
 }
 
-/* Reads the header fields that tell what the file is. On a failure *what says which step. */
+/* Reads the header fields that tell what the file is. On a failure *what says which step and
+ * detail holds SQLite's message (the ROLLBACK after it clears the connection's). */
 static int inspect(sqlite3 *sql, sqlite3_int64 *app_id, sqlite3_int64 *version,
-                   sqlite3_int64 *objects, const char **what) {
+                   sqlite3_int64 *objects, const char **what, char *detail, size_t detail_size) {
   /* One read transaction: the three reads see one snapshot. Read one by one, another writer's
    * schema creation could commit between them, and a fresh database under construction would
    * look like a foreign one (user_version 0, tables present). */
   *what = "reading the schema version";
   int rc = sqlite3_exec(sql, "BEGIN", NULL, NULL, NULL);
-  if (rc != SQLITE_OK)
+  if (rc != SQLITE_OK) {
+    snprintf(detail, detail_size, "%s", rc_message(sql, rc));
     return rc;
+  }
   rc = pragma_int(sql, "PRAGMA application_id", app_id);
   if (rc == SQLITE_OK)
     rc = pragma_int(sql, "PRAGMA user_version", version);
@@ -490,6 +506,8 @@ static int inspect(sqlite3 *sql, sqlite3_int64 *app_id, sqlite3_int64 *version,
     *what = "reading the schema";
     rc = pragma_int(sql, "SELECT count(*) FROM sqlite_master", objects);
   }
+  if (rc != SQLITE_OK)
+    snprintf(detail, detail_size, "%s", rc_message(sql, rc));
   sqlite3_exec(sql, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
@@ -610,6 +628,7 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
                     : access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE
                                               : SQLITE_OPEN_READONLY;
   const char *what = "opening";
+  char inspected[512] = ""; /* SQLite's message of a failed inspect() */
   sqlite3_int64 app_id = 0, version = 0, objects = 0;
   int rc = sqlite3_open_v2(path, &db->sql, flags, NULL);
   if (rc == SQLITE_OK) {
@@ -617,7 +636,7 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     sqlite3_extended_result_codes(db->sql, 1);
     if (!writing)
       exec(db->sql, "PRAGMA query_only = 1");
-    rc = inspect(db->sql, &app_id, &version, &objects, &what);
+    rc = inspect(db->sql, &app_id, &version, &objects, &what, inspected, sizeof inspected);
   }
   if (!writing && rc != SQLITE_OK && !is_corrupt(rc) && (rc & 0xff) != SQLITE_BUSY) {
     /* A WAL database in a directory we cannot write: read it as immutable. */
@@ -625,17 +644,18 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     if (uri) {
       sqlite3_close(db->sql);
       db->sql = NULL;
+      inspected[0] = '\0';
       rc = sqlite3_open_v2(uri, &db->sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
       free(uri);
       if (rc == SQLITE_OK) {
         sqlite3_extended_result_codes(db->sql, 1);
-        rc = inspect(db->sql, &app_id, &version, &objects, &what);
+        rc = inspect(db->sql, &app_id, &version, &objects, &what, inspected, sizeof inspected);
       }
     }
   }
   clnorm_status status = CLNORM_OK;
   if (rc != SQLITE_OK) {
-    status = sql_fail(path, db->sql, rc, what, err, err_size);
+    status = sql_fail_with(path, db->sql, rc, what, inspected[0] ? inspected : NULL, err, err_size);
     *kind = is_corrupt(rc) ? P_CORRUPT : P_OTHER;
   } else if (app_id != 0 && app_id != APPLICATION_ID) {
     status = fail(CLNORM_E_DB, err, err_size,
