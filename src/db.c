@@ -132,6 +132,9 @@ struct clnorm_db {
   int cached;
   clnorm_device_identity cached_device;
   sqlite3_int64 cached_id;
+  /* rows the last listing could not use, and why the first of them was skipped */
+  uint64_t skipped;
+  char skipped_why[192];
 };
 
 /* Why a database could not be opened, for clnorm__db_repair. */
@@ -1008,36 +1011,67 @@ static int column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
   return 1;
 }
 
+/* The select list's column names, for the reason a row is skipped. */
+static const char *const row_columns[27] = {
+    "vendor_id",     "vendor",        "name",      "driver_version", "opencl_version",
+    "compute_units", "max_clock_mhz", "local_mem", "kernel_hash",    "op",
+    "dtype",         "cols",          "row_class", "rows",           "wg",
+    "tpr",           "vec",           "hold",      "reduce",         "stats",
+    "status",        "median_s",      "min_s",     "gbps",           "max_err",
+    "measured_at",   "clnorm_version"};
+
 /* Reads the 27 columns of ST_GET's select list from the current row. Returns 0 for a row this
- * build cannot represent (a name from a newer clnorm, a value out of range). */
-static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r) {
+ * build cannot represent (a name from a newer clnorm, a value out of range), with the reason in
+ * reason. */
+static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
+                    size_t reason_size) {
   memset(d, 0, sizeof *d);
   memset(r, 0, sizeof *r);
   uint64_t v[12];
   char hash[32], op[16], dtype[16], reduce[16], stats[16], outcome[16];
-  if (!column_uint(st, 0, UINT32_MAX, &v[0]) || !column_text(st, 1, d->vendor, sizeof d->vendor) ||
-      !column_text(st, 2, d->name, sizeof d->name) ||
-      !column_text(st, 3, d->driver_version, sizeof d->driver_version) ||
-      !column_text(st, 4, d->cl_version, sizeof d->cl_version) ||
-      !column_uint(st, 5, UINT32_MAX, &v[1]) || !column_uint(st, 6, UINT32_MAX, &v[2]) ||
-      !column_uint(st, 7, INT64_MAX, &v[3]) || !column_text(st, 8, hash, sizeof hash) ||
-      !column_text(st, 9, op, sizeof op) || !column_text(st, 10, dtype, sizeof dtype) ||
-      !column_uint(st, 11, MAX_COLS, &v[4]) || !column_uint(st, 12, MAX_ROW_CLASS, &v[5]) ||
-      !column_uint(st, 13, MAX_ROWS, &v[6]) || !column_uint(st, 14, MAX_WG, &v[7]) ||
-      !column_uint(st, 15, MAX_WG, &v[8]) || !column_uint(st, 16, 16, &v[9]) ||
-      !column_uint(st, 17, MAX_HOLD, &v[10]) || !column_text(st, 18, reduce, sizeof reduce) ||
-      !column_text(st, 19, stats, sizeof stats) || !column_text(st, 20, outcome, sizeof outcome) ||
-      !column_uint(st, 25, INT64_MAX, &v[11]) ||
-      !column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version) ||
-      !parse_hash(hash, &r->kernel_hash))
+  int bad = -1; /* the first column out of range or of the wrong type */
+#define COL(i, check) ((check) || (bad = (i), 0))
+  const int read =
+      COL(0, column_uint(st, 0, UINT32_MAX, &v[0])) &&
+      COL(1, column_text(st, 1, d->vendor, sizeof d->vendor)) &&
+      COL(2, column_text(st, 2, d->name, sizeof d->name)) &&
+      COL(3, column_text(st, 3, d->driver_version, sizeof d->driver_version)) &&
+      COL(4, column_text(st, 4, d->cl_version, sizeof d->cl_version)) &&
+      COL(5, column_uint(st, 5, UINT32_MAX, &v[1])) &&
+      COL(6, column_uint(st, 6, UINT32_MAX, &v[2])) &&
+      COL(7, column_uint(st, 7, INT64_MAX, &v[3])) &&
+      COL(8, column_text(st, 8, hash, sizeof hash) && parse_hash(hash, &r->kernel_hash)) &&
+      COL(9, column_text(st, 9, op, sizeof op)) &&
+      COL(10, column_text(st, 10, dtype, sizeof dtype)) &&
+      COL(11, column_uint(st, 11, MAX_COLS, &v[4])) &&
+      COL(12, column_uint(st, 12, MAX_ROW_CLASS, &v[5])) &&
+      COL(13, column_uint(st, 13, MAX_ROWS, &v[6])) &&
+      COL(14, column_uint(st, 14, MAX_WG, &v[7])) && COL(15, column_uint(st, 15, MAX_WG, &v[8])) &&
+      COL(16, column_uint(st, 16, 16, &v[9])) && COL(17, column_uint(st, 17, MAX_HOLD, &v[10])) &&
+      COL(18, column_text(st, 18, reduce, sizeof reduce)) &&
+      COL(19, column_text(st, 19, stats, sizeof stats)) &&
+      COL(20, column_text(st, 20, outcome, sizeof outcome)) &&
+      COL(25, column_uint(st, 25, INT64_MAX, &v[11])) &&
+      COL(26, column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version));
+#undef COL
+  if (!read) {
+    snprintf(reason, reason_size, "%s is out of range or of the wrong type", row_columns[bad]);
     return 0;
+  }
   const int op_i = name_index(op_names, COUNT(op_names), op);
   const int dtype_i = name_index(dtype_names, COUNT(dtype_names), dtype);
   const int reduce_i = name_index(reduce_names, COUNT(reduce_names), reduce);
   const int stats_i = name_index(stats_names, COUNT(stats_names), stats);
   const int outcome_i = name_index(outcome_names, COUNT(outcome_names), outcome);
-  if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0)
+  if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0) {
+    snprintf(reason, reason_size, "unknown %s",
+             op_i < 0       ? "op"
+             : dtype_i < 0  ? "dtype"
+             : reduce_i < 0 ? "reduce"
+             : stats_i < 0  ? "stats"
+                            : "status");
     return 0;
+  }
   d->vendor_id = (cl_uint)v[0];
   d->compute_units = (cl_uint)v[1];
   d->max_clock_mhz = (cl_uint)v[2];
@@ -1059,7 +1093,7 @@ static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *
   r->gbps = column_double(st, 23);
   r->max_err = column_double(st, 24);
   r->measured_at = (int64_t)v[11];
-  return device_valid(d, NULL, 0) && result_valid(r, NULL, 0);
+  return device_valid(d, reason, reason_size) && result_valid(r, reason, reason_size);
 }
 
 /* ---- storing and querying */
@@ -1219,7 +1253,8 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
     if (rc == SQLITE_ROW) {
       clnorm_device_identity d;
       clnorm_result r;
-      if (read_row(st, &d, &r)) {
+      char reason[192];
+      if (read_row(st, &d, &r, reason, sizeof reason)) {
         *found = 1;
         if (out)
           *out = r;
@@ -1285,10 +1320,18 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
     hash_text(*kernel_hash, hash);
     sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
   }
+  db->skipped = 0;
+  db->skipped_why[0] = '\0';
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_result r;
-    if (read_row(st, &d, &r) && fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
+    char reason[sizeof db->skipped_why];
+    if (!read_row(st, &d, &r, reason, sizeof reason)) {
+      if (db->skipped++ == 0)
+        snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
+      continue;
+    }
+    if (fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
       rc = SQLITE_DONE;
       break;
     }
@@ -1380,6 +1423,12 @@ static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identi
   }
   sqlite3_finalize(st);
   return rc;
+}
+
+uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_size) {
+  if (reason_size)
+    snprintf(reason, reason_size, "%s", db && db->skipped ? db->skipped_why : "");
+  return db ? db->skipped : 0;
 }
 
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
@@ -1476,7 +1525,8 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_result r;
-    if (read_row(st, &d, &r) && fn(user, &d, &r, 0)) {
+    char reason[192];
+    if (read_row(st, &d, &r, reason, sizeof reason) && fn(user, &d, &r, 0)) {
       rc = SQLITE_DONE;
       break;
     }
