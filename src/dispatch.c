@@ -926,6 +926,7 @@ clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call, clnorm_var
 clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
                                    const clnorm_variant *v) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
+  clnorm__clear_error(ctx); /* errmsg speaks of this check only, as of a clnorm_run */
   RETURN_IF(ctx, !call || !v, CLNORM_E_INVALID_ARG, "call or variant is NULL");
   RETURN_IF(ctx,
             (unsigned)call->op >= CLNORM_OP_COUNT || call->cols == 0 ||

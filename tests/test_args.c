@@ -580,6 +580,14 @@ int main(void) {
       if (cs != CLNORM_E_UNSUPPORTED)
         harness_fail("clnorm_variant_check(cols SIZE_MAX): expected CLNORM_E_UNSUPPORTED, got %s",
                      clnorm_status_string(cs));
+      /* a check that passes leaves no message of the one before it */
+      clnorm_variant chosen;
+      c = base(op);
+      if (clnorm_choose(h.ctx, &c, &chosen, NULL) != CLNORM_OK ||
+          clnorm_variant_check(h.ctx, &c, &two) == CLNORM_OK ||
+          clnorm_variant_check(h.ctx, &c, &chosen) != CLNORM_OK || *clnorm_ctx_errmsg(h.ctx))
+        harness_fail("clnorm_variant_check of the chosen variant after a refused one: \"%s\"",
+                     clnorm_ctx_errmsg(h.ctx));
     }
   }
   new_ops();
