@@ -5,12 +5,16 @@
  * exact source, its options string, and the device and driver (name, vendor, vendor id, driver,
  * device and platform versions). An entry is
  *   magic "CLNMBIN\0", u32 format version, u32 key length, u64 payload length,
- *   u64 payload checksum (all little-endian), the key, the payload (the driver's binary).
- * Anything that does not match exactly (another key under a colliding name, a short or long
- * file, a bad checksum, a binary the driver refuses) is a rejected entry: the caller builds from
- * source and the entry is overwritten. Entries are written to a temporary file in the same
- * directory and renamed into place, so readers (threads, processes) see a whole entry or none.
- * Nothing here fails a call: a cache that cannot be read or written only costs a compile. */
+ *   u64 checksum of the key and the payload, u64 hash of the key (all little-endian), the key,
+ *   the payload (the driver's binary).
+ * The checksum covers the key so that a payload cannot pass under another entry's header (two
+ * sound entries spliced, issue 25); the loaded program must also have the kernels the caller
+ * asks for. Anything that does not match exactly (another key under a colliding name, a short or
+ * long file, a bad checksum, a binary the driver refuses or without the program's kernels) is a
+ * rejected entry: the caller builds from source and the entry is overwritten. Entries are written
+ * to a temporary file in the same directory and renamed into place, so readers (threads, processes)
+ * see a whole entry or none. Nothing here fails a call: a cache that cannot be read or written only
+ * costs a compile. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
 #include "internal.h"
@@ -24,8 +28,8 @@
 #include <unistd.h>
 
 #define MAGIC "CLNMBIN"  /* 8 bytes with its NUL */
-#define FORMAT_VERSION 1 /* bump when the layout or the key's text changes */
-#define HEADER_SIZE 32
+#define FORMAT_VERSION 2 /* bump when the layout or the key's text changes */
+#define HEADER_SIZE 40
 #define PAYLOAD_MAX (1ull << 30) /* larger claims are damage, not binaries */
 #define KEY_MAX 4096
 
@@ -40,13 +44,18 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 
 static uint64_t rotl(uint64_t v, int r) { return (v << r) | (v >> (64 - r)); }
 
-/* The payload's checksum: four independent lanes over 8-byte words (byte-wise FNV-1a costs a
- * millisecond per megabyte, which a warm start cannot spare). Each step is a bijection of its
- * lane, so a change in any one word always changes the result. */
-uint64_t clnorm__bincache_checksum(const unsigned char *data, size_t n) {
+uint64_t clnorm__bincache_key_hash(const char *key, size_t key_len) {
+  return fnv1a(14695981039346656037ull, key, key_len);
+}
+
+/* The checksum of the key (its hash seeds every lane) and the payload: four independent lanes
+ * over 8-byte words (byte-wise FNV-1a costs a millisecond per megabyte, which a warm start cannot
+ * spare). Each step is a bijection of its lane, so a change in any one word, or of the key's
+ * hash, always changes the result. */
+uint64_t clnorm__bincache_checksum(uint64_t key_hash, const unsigned char *data, size_t n) {
   const uint64_t prime = 0x9e3779b97f4a7c15ull;
-  uint64_t lane[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull,
-                      0x082efa98ec4e6c89ull};
+  uint64_t lane[4] = {0x243f6a8885a308d3ull ^ key_hash, 0x13198a2e03707344ull ^ key_hash,
+                      0xa4093822299f31d0ull ^ key_hash, 0x082efa98ec4e6c89ull ^ key_hash};
   size_t i = 0;
   for (; i + 32 <= n; i += 32)
     for (int k = 0; k < 4; k++) {
@@ -55,7 +64,7 @@ uint64_t clnorm__bincache_checksum(const unsigned char *data, size_t n) {
         word |= (uint64_t)data[i + 8 * k + b] << (8 * b);
       lane[k] = rotl((lane[k] ^ word) * prime, 31);
     }
-  uint64_t h = fnv1a(14695981039346656037ull, data + i, n - i);
+  uint64_t h = fnv1a(14695981039346656037ull ^ key_hash, data + i, n - i);
   for (int k = 0; k < 4; k++)
     h = (h ^ lane[k]) * prime;
   return h ^ (uint64_t)n;
@@ -200,7 +209,7 @@ static int entry_key(const clnorm_ctx *ctx, const char *const *sources, const si
                          (unsigned long long)source_hash, options, ctx->bincache_device);
   if (n < 0 || (size_t)n >= key_size)
     return 0;
-  const uint64_t name = fnv1a(14695981039346656037ull, key, (size_t)n);
+  const uint64_t name = clnorm__bincache_key_hash(key, (size_t)n);
   const int m =
       snprintf(path, path_size, "%s/%016llx.bin", ctx->bincache_dir, (unsigned long long)name);
   return m > 0 && (size_t)m < path_size;
@@ -251,17 +260,49 @@ static const char *check_entry(const unsigned char *data, size_t size, const cha
   const uint64_t stored_key_len = get_u32(data + 12), len = get_u64(data + 16);
   if (len > PAYLOAD_MAX || stored_key_len > KEY_MAX || HEADER_SIZE + stored_key_len + len != size)
     return "truncated or of the wrong length";
-  if (stored_key_len != key_len || memcmp(data + HEADER_SIZE, key, key_len) != 0)
+  const uint64_t key_hash = clnorm__bincache_key_hash(key, key_len);
+  if (get_u64(data + 32) != key_hash || stored_key_len != key_len ||
+      memcmp(data + HEADER_SIZE, key, key_len) != 0)
     return "another program's or device's entry";
   *payload = data + HEADER_SIZE + key_len;
   *payload_len = (size_t)len;
-  if (clnorm__bincache_checksum(*payload, *payload_len) != get_u64(data + 24))
-    return "bad checksum";
+  if (clnorm__bincache_checksum(key_hash, *payload, *payload_len) != get_u64(data + 24))
+    return "bad checksum (a damaged payload, or another entry's)";
   return NULL;
 }
 
+/* The first of `kernels` the program lacks, or NULL when it has them all. */
+static const char *missing_kernel(cl_program program, const char *const *kernels, size_t count,
+                                  cl_int *err) {
+  size_t size = 0;
+  *err = clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &size);
+  char *names = *err == CL_SUCCESS ? malloc(size + 1) : NULL;
+  if (*err == CL_SUCCESS && !names)
+    *err = CL_OUT_OF_HOST_MEMORY;
+  if (names) {
+    *err = clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, size, names, NULL);
+    names[size] = '\0';
+  }
+  const char *missing = NULL;
+  for (size_t k = 0; k < count && *err == CL_SUCCESS && !missing; k++) {
+    /* names is "a;b;c": look for the name between separators */
+    const size_t len = strlen(kernels[k]);
+    const char *at = names;
+    int found = 0;
+    while (!found && (at = strstr(at, kernels[k])) != NULL) {
+      found = (at == names || at[-1] == ';') && (at[len] == ';' || at[len] == '\0');
+      at += len;
+    }
+    if (!found)
+      missing = kernels[k];
+  }
+  free(names);
+  return missing;
+}
+
 cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,
-                                 size_t count, const char *options) {
+                                 size_t count, const char *options, const char *const *kernels,
+                                 size_t kernel_count) {
   char key[KEY_MAX], path[4200];
   if (!entry_key(ctx, sources, lengths, count, options, key, sizeof key, path, sizeof path))
     return NULL;
@@ -286,17 +327,18 @@ cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, co
       err = clBuildProgram(program, 1, &ctx->device, options, NULL, NULL);
     else if (err == CL_SUCCESS)
       err = status;
-    /* A program with no kernels would fail later, where no fallback exists. */
-    cl_uint kernels = 0;
-    if (err == CL_SUCCESS) {
-      size_t num = 0;
-      err = clGetProgramInfo(program, CL_PROGRAM_NUM_KERNELS, sizeof num, &num, NULL);
-      kernels = (cl_uint)num;
-    }
-    if (err != CL_SUCCESS || kernels == 0) {
-      snprintf(text, sizeof text, "the driver refused it: %s",
-               err != CL_SUCCESS ? clnorm__cl_error_name(err) : "no kernels");
+    /* A program without its kernels would fail later, where no fallback exists. */
+    const char *missing = NULL;
+    if (err == CL_SUCCESS)
+      missing = missing_kernel(program, kernels, kernel_count, &err);
+    if (err != CL_SUCCESS) {
+      snprintf(text, sizeof text, "the driver refused it: %s", clnorm__cl_error_name(err));
       why = text;
+    } else if (missing) {
+      snprintf(text, sizeof text, "its binary has no kernel %s", missing);
+      why = text;
+    }
+    if (why) {
       if (program)
         clReleaseProgram(program);
       program = NULL;
@@ -415,7 +457,9 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
     put_u32(header + 8, FORMAT_VERSION);
     put_u32(header + 12, (uint32_t)key_len);
     put_u64(header + 16, size);
-    put_u64(header + 24, clnorm__bincache_checksum(binary, size));
+    const uint64_t key_hash = clnorm__bincache_key_hash(key, key_len);
+    put_u64(header + 24, clnorm__bincache_checksum(key_hash, binary, size));
+    put_u64(header + 32, key_hash);
     /* No fsync: an entry a crash leaves short or empty is rejected and rebuilt like any other. */
     if (!write_all(fd, header, sizeof header) || !write_all(fd, key, key_len) ||
         !write_all(fd, binary, size))

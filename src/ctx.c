@@ -23,6 +23,35 @@ static int pocl_before_6(const char *platform_version) {
   return major > 0 && major < 6;
 }
 
+/* ASCII case-insensitive equality (the C locale's, whatever the application's locale). */
+static int same_nocase(const char *a, const char *b) {
+  for (; *a && *b; a++, b++) {
+    const char ca = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+    const char cb = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
+    if (ca != cb)
+      return 0;
+  }
+  return *a == *b;
+}
+
+/* Whether CLNORM_LOG turns the log on: "info" or "debug", in any case. Any other value, but for
+ * empty, "0", "off" and "none", is a level someone who wanted a log mistyped: one line on stderr
+ * (once per process) says it is ignored. Unset, the library prints nothing. */
+static int log_wanted(void) {
+  static atomic_int warned;
+  const char *v = getenv("CLNORM_LOG");
+  if (!v || !*v || strcmp(v, "0") == 0 || same_nocase(v, "off") || same_nocase(v, "none"))
+    return 0;
+  if (same_nocase(v, "info") || same_nocase(v, "debug"))
+    return 1;
+  if (atomic_exchange(&warned, 1) == 0)
+    fprintf(stderr,
+            "clnorm: CLNORM_LOG=%.64s is not a log level clnorm knows (info or debug): no "
+            "log\n",
+            v);
+  return 0;
+}
+
 /* `dflt`, unless the environment variable `name` is "0" or "1". */
 static int env_switch(const char *name, int dflt) {
   const char *v = getenv(name);
@@ -139,8 +168,7 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
   }
   clRetainContext(context);
   clRetainDevice(device);
-  const char *log = getenv("CLNORM_LOG");
-  ctx->log_info = log && (strcmp(log, "info") == 0 || strcmp(log, "debug") == 0);
+  ctx->log_info = log_wanted();
   clnorm__builtin_load(ctx);
   clnorm__bincache_init(ctx);
   /* A missing or bad tuning database never fails the context: calls use the built-in table and

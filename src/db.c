@@ -132,6 +132,9 @@ struct clnorm_db {
   int cached;
   clnorm_device_identity cached_device;
   sqlite3_int64 cached_id;
+  /* rows the last listing could not use, and why the first of them was skipped */
+  uint64_t skipped;
+  char skipped_why[192];
 };
 
 /* Why a database could not be opened, for clnorm__db_repair. */
@@ -212,10 +215,18 @@ static int system_error(sqlite3 *sql) {
   return e;
 }
 
-/* "tuning database 'PATH' is corrupt: reading the schema: file is not a database" */
-static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char *doing, char *err,
-                              size_t err_size) {
-  const char *detail = sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+/* SQLite's message of the failure rc, where the connection still holds it: a later call that
+ * succeeded (a ROLLBACK after the failure) leaves "not an error", its message of SQLITE_OK. */
+static const char *rc_message(sqlite3 *sql, int rc) {
+  return sql && sqlite3_errcode(sql) == (rc & 0xff) ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+}
+
+/* "tuning database 'PATH' is corrupt: reading the schema: file is not a database"; detail NULL:
+ * SQLite's message of rc. */
+static clnorm_status sql_fail_with(const char *path, sqlite3 *sql, int rc, const char *doing,
+                                   const char *detail, char *err, size_t err_size) {
+  if (!detail)
+    detail = rc_message(sql, rc);
   /* "disk I/O error" alone does not tell a full disk or file-size limit (EFBIG) from a failing
    * device: add what the system said */
   const int os_error = system_error(sql);
@@ -225,6 +236,11 @@ static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char
               "tuning database '%s' %s: %s: %s%s%s%s", path, rc_kind(rc), doing, detail,
               io && os_error ? " (" : "", io && os_error ? strerror(os_error) : "",
               io && os_error ? ")" : "");
+}
+
+static clnorm_status sql_fail(const char *path, sqlite3 *sql, int rc, const char *doing, char *err,
+                              size_t err_size) {
+  return sql_fail_with(path, sql, rc, doing, NULL, err, err_size);
 }
 
 static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err, size_t err_size) {
@@ -473,16 +489,19 @@ static int begin_write(sqlite3 *sql) {
   return rc;
 }
 
-/* Reads the header fields that tell what the file is. On a failure *what says which step. */
+/* Reads the header fields that tell what the file is. On a failure *what says which step and
+ * detail holds SQLite's message (the ROLLBACK after it clears the connection's). */
 static int inspect(sqlite3 *sql, sqlite3_int64 *app_id, sqlite3_int64 *version,
-                   sqlite3_int64 *objects, const char **what) {
+                   sqlite3_int64 *objects, const char **what, char *detail, size_t detail_size) {
   /* One read transaction: the three reads see one snapshot. Read one by one, another writer's
    * schema creation could commit between them, and a fresh database under construction would
    * look like a foreign one (user_version 0, tables present). */
   *what = "reading the schema version";
   int rc = sqlite3_exec(sql, "BEGIN", NULL, NULL, NULL);
-  if (rc != SQLITE_OK)
+  if (rc != SQLITE_OK) {
+    snprintf(detail, detail_size, "%s", rc_message(sql, rc));
     return rc;
+  }
   rc = pragma_int(sql, "PRAGMA application_id", app_id);
   if (rc == SQLITE_OK)
     rc = pragma_int(sql, "PRAGMA user_version", version);
@@ -490,6 +509,8 @@ static int inspect(sqlite3 *sql, sqlite3_int64 *app_id, sqlite3_int64 *version,
     *what = "reading the schema";
     rc = pragma_int(sql, "SELECT count(*) FROM sqlite_master", objects);
   }
+  if (rc != SQLITE_OK)
+    snprintf(detail, detail_size, "%s", rc_message(sql, rc));
   sqlite3_exec(sql, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
@@ -610,6 +631,7 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
                     : access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE
                                               : SQLITE_OPEN_READONLY;
   const char *what = "opening";
+  char inspected[512] = ""; /* SQLite's message of a failed inspect() */
   sqlite3_int64 app_id = 0, version = 0, objects = 0;
   int rc = sqlite3_open_v2(path, &db->sql, flags, NULL);
   if (rc == SQLITE_OK) {
@@ -617,7 +639,7 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     sqlite3_extended_result_codes(db->sql, 1);
     if (!writing)
       exec(db->sql, "PRAGMA query_only = 1");
-    rc = inspect(db->sql, &app_id, &version, &objects, &what);
+    rc = inspect(db->sql, &app_id, &version, &objects, &what, inspected, sizeof inspected);
   }
   if (!writing && rc != SQLITE_OK && !is_corrupt(rc) && (rc & 0xff) != SQLITE_BUSY) {
     /* A WAL database in a directory we cannot write: read it as immutable. */
@@ -625,17 +647,18 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
     if (uri) {
       sqlite3_close(db->sql);
       db->sql = NULL;
+      inspected[0] = '\0';
       rc = sqlite3_open_v2(uri, &db->sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
       free(uri);
       if (rc == SQLITE_OK) {
         sqlite3_extended_result_codes(db->sql, 1);
-        rc = inspect(db->sql, &app_id, &version, &objects, &what);
+        rc = inspect(db->sql, &app_id, &version, &objects, &what, inspected, sizeof inspected);
       }
     }
   }
   clnorm_status status = CLNORM_OK;
   if (rc != SQLITE_OK) {
-    status = sql_fail(path, db->sql, rc, what, err, err_size);
+    status = sql_fail_with(path, db->sql, rc, what, inspected[0] ? inspected : NULL, err, err_size);
     *kind = is_corrupt(rc) ? P_CORRUPT : P_OTHER;
   } else if (app_id != 0 && app_id != APPLICATION_ID) {
     status = fail(CLNORM_E_DB, err, err_size,
@@ -988,36 +1011,67 @@ static int column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
   return 1;
 }
 
+/* The select list's column names, for the reason a row is skipped. */
+static const char *const row_columns[27] = {
+    "vendor_id",     "vendor",        "name",      "driver_version", "opencl_version",
+    "compute_units", "max_clock_mhz", "local_mem", "kernel_hash",    "op",
+    "dtype",         "cols",          "row_class", "rows",           "wg",
+    "tpr",           "vec",           "hold",      "reduce",         "stats",
+    "status",        "median_s",      "min_s",     "gbps",           "max_err",
+    "measured_at",   "clnorm_version"};
+
 /* Reads the 27 columns of ST_GET's select list from the current row. Returns 0 for a row this
- * build cannot represent (a name from a newer clnorm, a value out of range). */
-static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r) {
+ * build cannot represent (a name from a newer clnorm, a value out of range), with the reason in
+ * reason. */
+static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
+                    size_t reason_size) {
   memset(d, 0, sizeof *d);
   memset(r, 0, sizeof *r);
   uint64_t v[12];
   char hash[32], op[16], dtype[16], reduce[16], stats[16], outcome[16];
-  if (!column_uint(st, 0, UINT32_MAX, &v[0]) || !column_text(st, 1, d->vendor, sizeof d->vendor) ||
-      !column_text(st, 2, d->name, sizeof d->name) ||
-      !column_text(st, 3, d->driver_version, sizeof d->driver_version) ||
-      !column_text(st, 4, d->cl_version, sizeof d->cl_version) ||
-      !column_uint(st, 5, UINT32_MAX, &v[1]) || !column_uint(st, 6, UINT32_MAX, &v[2]) ||
-      !column_uint(st, 7, INT64_MAX, &v[3]) || !column_text(st, 8, hash, sizeof hash) ||
-      !column_text(st, 9, op, sizeof op) || !column_text(st, 10, dtype, sizeof dtype) ||
-      !column_uint(st, 11, MAX_COLS, &v[4]) || !column_uint(st, 12, MAX_ROW_CLASS, &v[5]) ||
-      !column_uint(st, 13, MAX_ROWS, &v[6]) || !column_uint(st, 14, MAX_WG, &v[7]) ||
-      !column_uint(st, 15, MAX_WG, &v[8]) || !column_uint(st, 16, 16, &v[9]) ||
-      !column_uint(st, 17, MAX_HOLD, &v[10]) || !column_text(st, 18, reduce, sizeof reduce) ||
-      !column_text(st, 19, stats, sizeof stats) || !column_text(st, 20, outcome, sizeof outcome) ||
-      !column_uint(st, 25, INT64_MAX, &v[11]) ||
-      !column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version) ||
-      !parse_hash(hash, &r->kernel_hash))
+  int bad = -1; /* the first column out of range or of the wrong type */
+#define COL(i, check) ((check) || (bad = (i), 0))
+  const int read =
+      COL(0, column_uint(st, 0, UINT32_MAX, &v[0])) &&
+      COL(1, column_text(st, 1, d->vendor, sizeof d->vendor)) &&
+      COL(2, column_text(st, 2, d->name, sizeof d->name)) &&
+      COL(3, column_text(st, 3, d->driver_version, sizeof d->driver_version)) &&
+      COL(4, column_text(st, 4, d->cl_version, sizeof d->cl_version)) &&
+      COL(5, column_uint(st, 5, UINT32_MAX, &v[1])) &&
+      COL(6, column_uint(st, 6, UINT32_MAX, &v[2])) &&
+      COL(7, column_uint(st, 7, INT64_MAX, &v[3])) &&
+      COL(8, column_text(st, 8, hash, sizeof hash) && parse_hash(hash, &r->kernel_hash)) &&
+      COL(9, column_text(st, 9, op, sizeof op)) &&
+      COL(10, column_text(st, 10, dtype, sizeof dtype)) &&
+      COL(11, column_uint(st, 11, MAX_COLS, &v[4])) &&
+      COL(12, column_uint(st, 12, MAX_ROW_CLASS, &v[5])) &&
+      COL(13, column_uint(st, 13, MAX_ROWS, &v[6])) &&
+      COL(14, column_uint(st, 14, MAX_WG, &v[7])) && COL(15, column_uint(st, 15, MAX_WG, &v[8])) &&
+      COL(16, column_uint(st, 16, 16, &v[9])) && COL(17, column_uint(st, 17, MAX_HOLD, &v[10])) &&
+      COL(18, column_text(st, 18, reduce, sizeof reduce)) &&
+      COL(19, column_text(st, 19, stats, sizeof stats)) &&
+      COL(20, column_text(st, 20, outcome, sizeof outcome)) &&
+      COL(25, column_uint(st, 25, INT64_MAX, &v[11])) &&
+      COL(26, column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version));
+#undef COL
+  if (!read) {
+    snprintf(reason, reason_size, "%s is out of range or of the wrong type", row_columns[bad]);
     return 0;
+  }
   const int op_i = name_index(op_names, COUNT(op_names), op);
   const int dtype_i = name_index(dtype_names, COUNT(dtype_names), dtype);
   const int reduce_i = name_index(reduce_names, COUNT(reduce_names), reduce);
   const int stats_i = name_index(stats_names, COUNT(stats_names), stats);
   const int outcome_i = name_index(outcome_names, COUNT(outcome_names), outcome);
-  if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0)
+  if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0) {
+    snprintf(reason, reason_size, "unknown %s",
+             op_i < 0       ? "op"
+             : dtype_i < 0  ? "dtype"
+             : reduce_i < 0 ? "reduce"
+             : stats_i < 0  ? "stats"
+                            : "status");
     return 0;
+  }
   d->vendor_id = (cl_uint)v[0];
   d->compute_units = (cl_uint)v[1];
   d->max_clock_mhz = (cl_uint)v[2];
@@ -1039,7 +1093,7 @@ static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *
   r->gbps = column_double(st, 23);
   r->max_err = column_double(st, 24);
   r->measured_at = (int64_t)v[11];
-  return device_valid(d, NULL, 0) && result_valid(r, NULL, 0);
+  return device_valid(d, reason, reason_size) && result_valid(r, reason, reason_size);
 }
 
 /* ---- storing and querying */
@@ -1199,7 +1253,8 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
     if (rc == SQLITE_ROW) {
       clnorm_device_identity d;
       clnorm_result r;
-      if (read_row(st, &d, &r)) {
+      char reason[192];
+      if (read_row(st, &d, &r, reason, sizeof reason)) {
         *found = 1;
         if (out)
           *out = r;
@@ -1265,10 +1320,18 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
     hash_text(*kernel_hash, hash);
     sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
   }
+  db->skipped = 0;
+  db->skipped_why[0] = '\0';
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_result r;
-    if (read_row(st, &d, &r) && fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
+    char reason[sizeof db->skipped_why];
+    if (!read_row(st, &d, &r, reason, sizeof reason)) {
+      if (db->skipped++ == 0)
+        snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
+      continue;
+    }
+    if (fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
       rc = SQLITE_DONE;
       break;
     }
@@ -1360,6 +1423,12 @@ static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identi
   }
   sqlite3_finalize(st);
   return rc;
+}
+
+uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_size) {
+  if (reason_size)
+    snprintf(reason, reason_size, "%s", db && db->skipped ? db->skipped_why : "");
+  return db ? db->skipped : 0;
 }
 
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
@@ -1456,7 +1525,8 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_result r;
-    if (read_row(st, &d, &r) && fn(user, &d, &r, 0)) {
+    char reason[192];
+    if (read_row(st, &d, &r, reason, sizeof reason) && fn(user, &d, &r, 0)) {
       rc = SQLITE_DONE;
       break;
     }

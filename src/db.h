@@ -59,6 +59,11 @@ typedef struct clnorm_result {
   char clnorm_version[16];               /* "" in put means this build's version */
 } clnorm_result;
 
+/* Rows the last clnorm__db_list or clnorm__db_winners skipped because this build cannot use them
+ * (edited by hand, damaged, or written by a newer clnorm), and in reason why the first of them
+ * was skipped ("" when none was). */
+uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_size);
+
 /* Results of this device's model that clnorm__db_winners no longer uses. */
 typedef struct clnorm_db_stale {
   uint64_t driver_changed;  /* same vendor id, vendor and name, another driver version */

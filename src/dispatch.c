@@ -686,6 +686,7 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
   const cl_mem grads[2] = {call->dgamma, call->dbeta};
   const cl_uchar zero = 0; /* 0.0 in every dtype */
   cl_int err = CL_SUCCESS;
+  const char *step = "zeroing the weight gradients";
   for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
     if (clnorm__op_backward(call->op) && grads[i]) {
       err = clEnqueueFillBuffer(queue, grads[i], &zero, 1, 0,
@@ -693,12 +694,16 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
                                 wait_list, &filled[nfilled]);
       nfilled += err == CL_SUCCESS;
     }
-  if (err == CL_SUCCESS && event)
+  if (err == CL_SUCCESS && event) {
+    step = nfilled ? "the event after zeroing the weight gradients"
+                   : "the event after the wait list (clEnqueueMarkerWithWaitList)";
     err = nfilled ? clEnqueueMarkerWithWaitList(queue, nfilled, filled, event)
                   : clEnqueueMarkerWithWaitList(queue, num_wait, wait_list, event);
+  }
   for (cl_uint i = 0; i < nfilled; i++)
     clReleaseEvent(filled[i]);
-  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "zeroing the weight gradients of rows=0: %s",
+  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "%s %s rows=0: %s failed: %s",
+            clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), step,
             clnorm__cl_error_name(err));
   return CLNORM_OK;
 }
@@ -921,11 +926,14 @@ clnorm_status clnorm_choose(clnorm_ctx *ctx, const clnorm_call *call, clnorm_var
 clnorm_status clnorm_variant_check(clnorm_ctx *ctx, const clnorm_call *call,
                                    const clnorm_variant *v) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
+  clnorm__clear_error(ctx); /* errmsg speaks of this check only, as of a clnorm_run */
   RETURN_IF(ctx, !call || !v, CLNORM_E_INVALID_ARG, "call or variant is NULL");
   RETURN_IF(ctx,
             (unsigned)call->op >= CLNORM_OP_COUNT || call->cols == 0 ||
                 (unsigned)call->dtype > CLNORM_BF16,
             CLNORM_E_INVALID_ARG, "unknown op or dtype, or cols == 0");
+  RETURN_IF(ctx, call->cols > UINT32_MAX, CLNORM_E_UNSUPPORTED,
+            "cols %zu exceeds 2^32 - 1 elements per row", call->cols);
   clnorm_variant eff;
   clnorm_choice why;
   clnorm_program *prog;

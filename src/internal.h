@@ -260,19 +260,23 @@ uint64_t clnorm__kernel_hash(void);
  * _init reads CLNORM_NO_BINARY_CACHE, CLNORM_BINARY_CACHE_DIR and the tuning database's path and
  * the device's identity into ctx (the cache is off when any is missing); _free releases them.
  * _load returns the program of (sources, options) built from its cached binary, or NULL (no
- * entry, a damaged or foreign one, a binary the driver refuses): then build from source and
- * _store the result, which (over)writes the entry atomically. */
+ * entry, a damaged or foreign one, a binary the driver refuses or that lacks one of the `kernels`
+ * the program must have): then build from source and _store the result, which (over)writes the
+ * entry atomically. */
 /* The cache's directory (CLNORM_BINARY_CACHE_DIR, else clnorm-binaries beside the default tuning
  * database): 1 with it in dir, or 0 with why it is off (CLNORM_NO_BINARY_CACHE, no home). */
 int clnorm__bincache_path(char *dir, size_t size, char *why, size_t why_size);
 void clnorm__bincache_init(clnorm_ctx *ctx);
 void clnorm__bincache_free(clnorm_ctx *ctx);
 cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,
-                                 size_t count, const char *options);
+                                 size_t count, const char *options, const char *const *kernels,
+                                 size_t kernel_count);
 void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,
                             size_t count, const char *options, cl_program program);
-/* The checksum an entry's header holds of its payload (exposed for the tests). */
-uint64_t clnorm__bincache_checksum(const unsigned char *data, size_t n);
+/* The checksum an entry's header holds of its key (by the key's hash, which also names the file)
+ * and its payload (exposed for the tests). */
+uint64_t clnorm__bincache_key_hash(const char *key, size_t key_len);
+uint64_t clnorm__bincache_checksum(uint64_t key_hash, const unsigned char *data, size_t n);
 
 /* kernels embedded by cmake/embed.cmake */
 extern const char clnorm__src_common[];

@@ -130,7 +130,9 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
   char text[512];
   cl_int err = CL_SUCCESS;
   /* A binary built by an earlier context or process skips the compiler (src/bincache.c). */
-  p->program = clnorm__bincache_load(ctx, sources, lengths, 3, p->options);
+  const char *kernels[] = {kernel_name(op, p->split, 0), kernel_name(op, p->split, 1)};
+  const size_t kernel_count = p->split || clnorm__op_backward(op) ? 2 : 1;
+  p->program = clnorm__bincache_load(ctx, sources, lengths, 3, p->options, kernels, kernel_count);
   const int cached = p->program != NULL;
   if (!cached)
     p->program = clCreateProgramWithSource(ctx->context, 3, sources, lengths, &err);

@@ -128,6 +128,8 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   st = clnorm__db_winners(db, &id, clnorm__kernel_hash(), &results, &count, err, sizeof err);
   /* Stale results are not used; counting them lets errmsg say why a tuned device falls back.
    * A failure to count only loses that note. */
+  char dropped_why[192];
+  const uint64_t dropped = clnorm__db_skipped(db, dropped_why, sizeof dropped_why);
   clnorm_db_stale stale = {0, 0};
   char stale_err[256];
   if (st == CLNORM_OK &&
@@ -153,14 +155,22 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   if (count) /* qsort's array may not be NULL, even for no elements */
     qsort(table, count, sizeof *table, tuned_cmp);
   set_tuned(ctx, table, count);
-  if (stale.driver_changed || stale.kernels_changed) {
-    clnorm__fail(ctx, CLNORM_OK,
-                 "%zu tuned results loaded from '%s'; %llu stale results of this device are not "
-                 "used (%llu from another driver version, %llu from other kernel sources): run "
-                 "`normtune tune` again",
-                 count, path, (unsigned long long)(stale.driver_changed + stale.kernels_changed),
-                 (unsigned long long)stale.driver_changed,
-                 (unsigned long long)stale.kernels_changed);
+  /* Notes on what was not used, in errmsg (the status stays OK) and the info log. */
+  char stale_note[256] = "", dropped_note[448] = "";
+  if (stale.driver_changed || stale.kernels_changed)
+    snprintf(stale_note, sizeof stale_note,
+             "; %llu stale results of this device are not used (%llu from another driver "
+             "version, %llu from other kernel sources): run `normtune tune` again",
+             (unsigned long long)(stale.driver_changed + stale.kernels_changed),
+             (unsigned long long)stale.driver_changed, (unsigned long long)stale.kernels_changed);
+  if (dropped)
+    snprintf(dropped_note, sizeof dropped_note,
+             "; %llu winners of this device dropped as invalid (edited by hand, damaged or from a "
+             "newer clnorm; the first: %s), their shapes untuned: run `normtune tune` again",
+             (unsigned long long)dropped, dropped_why);
+  if (stale_note[0] || dropped_note[0]) {
+    clnorm__fail(ctx, CLNORM_OK, "%zu tuned results loaded from '%s'%s%s", count, path,
+                 dropped_note, stale_note);
     if (ctx->log_info)
       fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
   }

@@ -69,7 +69,8 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op, cons
     return why(buf, size, "vec must be 1, 2, 4, 8 or 16");
   if ((unsigned)op >= CLNORM_OP_COUNT)
     return why(buf, size, "unknown op");
-  if (v->hold * v->vec > hold_budget(op))
+  /* hold comes from the caller: hold * vec would wrap (hold 2^31, vec 2 gives 0) */
+  if (v->hold > hold_budget(op) / v->vec)
     return why(buf, size,
                clnorm__op_backward(op)
                    ? "hold * vec exceeds the backward private-memory budget of 32 floats"
@@ -141,9 +142,12 @@ unsigned clnorm__call_vec(const clnorm_device_info *info, const clnorm_call *cal
 }
 
 int clnorm__variant_call_ok(const clnorm_variant *v, size_t cols, char *buf, size_t size) {
+  if (v->vec == 0 || v->tpr == 0) /* divisors below; callers need not have checked the device */
+    return why(buf, size, "vec and tpr must not be 0");
   if (v->hold > 0) {
+    /* rounded up without an addition, which wraps for cols near SIZE_MAX */
     const size_t vectors = cols / v->vec;
-    const size_t per_item = (vectors + v->tpr - 1) / v->tpr;
+    const size_t per_item = vectors / v->tpr + (vectors % v->tpr != 0);
     if (per_item > v->hold)
       return why(buf, size, "the row does not fit the variant's private memory (hold)");
   }

@@ -4,10 +4,12 @@
 #include "harness.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ROWS 4
 #define COLS 64
@@ -311,8 +313,63 @@ static void new_ops(void) {
   clReleaseMemObject(dbb);
 }
 
+/* What creating and destroying a context prints on stderr with CLNORM_LOG set to `value` (NULL:
+ * unset), read back through a temporary file in place of fd 2. */
+static void stderr_of_ctx(const char *value, char *out, size_t size) {
+  if (value)
+    setenv("CLNORM_LOG", value, 1);
+  else
+    unsetenv("CLNORM_LOG");
+  fflush(stderr);
+  FILE *captured = tmpfile();
+  const int saved = dup(2);
+  if (!captured || saved < 0 || dup2(fileno(captured), 2) < 0) {
+    harness_fail("cannot capture stderr");
+    out[0] = '\0';
+    return;
+  }
+  clnorm_ctx *ctx = NULL;
+  if (clnorm_ctx_create(h.context, h.device, &ctx) != CLNORM_OK)
+    harness_fail("clnorm_ctx_create with CLNORM_LOG=%s failed", value ? value : "(unset)");
+  clnorm_ctx_destroy(ctx);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(captured);
+  const size_t n = fread(out, 1, size - 1, captured);
+  out[n] = '\0';
+  fclose(captured);
+  unsetenv("CLNORM_LOG");
+}
+
+/* CLNORM_LOG: info and debug in any case log; an unknown level says so once, on stderr; unset,
+ * "0", "off" or "none", nothing is printed (issue 25: INFO was silently ignored). */
+static void log_levels(void) {
+  char out[8192];
+  static const char *const on[] = {"info", "INFO", "Debug"};
+  for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+    stderr_of_ctx(on[i], out, sizeof out);
+    if (!strstr(out, "clnorm: "))
+      harness_fail("CLNORM_LOG=%s: no log on stderr", on[i]);
+  }
+  static const char *const off[] = {NULL, "", "0", "off", "NONE"};
+  for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+    stderr_of_ctx(off[i], out, sizeof out);
+    if (out[0])
+      harness_fail("CLNORM_LOG=%s: the library printed \"%s\"", off[i] ? off[i] : "(unset)", out);
+  }
+  stderr_of_ctx("verbose", out, sizeof out);
+  if (!strstr(out, "CLNORM_LOG=verbose") || strchr(out, '\n') != out + strlen(out) - 1)
+    harness_fail("CLNORM_LOG=verbose: expected one line naming it, got \"%s\"", out);
+  stderr_of_ctx("verbose", out, sizeof out);
+  if (out[0])
+    harness_fail("CLNORM_LOG=verbose, a second context: warned again: \"%s\"", out);
+  printf("  ok: CLNORM_LOG levels\n");
+}
+
 int main(void) {
   harness_open(&h, "test_args");
+  log_levels();
   float x[ROWS * COLS];
   clnorm_rng rng;
   clnorm_rng_seed(&rng, 3);
@@ -393,6 +450,28 @@ int main(void) {
     }
     if (!untouched())
       harness_fail("rows == 0 wrote an output");
+    {
+      /* rows == 0 with a wait list the queue refuses (an event of another context): the message
+       * names what failed, which for a forward call is no weight gradient (issue 25) */
+      cl_int e;
+      cl_context other = clCreateContext(NULL, 1, &h.device, NULL, NULL, &e);
+      cl_event foreign = clCreateUserEvent(other, &e);
+      c = base(op), c.rows = 0;
+      ev = NULL;
+      st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, &foreign, &ev);
+      const char *msg = clnorm_ctx_errmsg(h.ctx);
+      if (st != CLNORM_E_OPENCL || strstr(msg, "gradient") || !strstr(msg, "wait list"))
+        harness_fail("rows == 0, a foreign event in the wait list: expected CLNORM_E_OPENCL "
+                     "naming the wait list, got %s \"%s\"",
+                     clnorm_status_string(st), msg);
+      else
+        printf("  ok: rows == 0, foreign wait list -> %s\n", msg);
+      if (ev)
+        clReleaseEvent(ev);
+      clSetUserEventStatus(foreign, CL_COMPLETE);
+      clReleaseEvent(foreign);
+      clReleaseContext(other);
+    }
     for (int d = 1; d <= 2; d++) {
       c = base(op), c.dtype = (clnorm_dtype)d;
       reset_outputs();
@@ -462,10 +541,16 @@ int main(void) {
     /* forced variants this device or call cannot run: CLNORM_E_UNSUPPORTED, nothing written */
     {
       const clnorm_variant bad[] = {
-          {3, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},  /* wg not a power of 2 */
+          {3, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},   /* wg not a power of 2 */
           {64, 64, 3, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}, /* vec 3 */
-          {1, 1, 4, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},  /* row does not fit hold */
-          {64, 64, 4, 1, (clnorm_reduce)9, CLNORM_STATS_WELFORD},   /* unknown reduce */
+          {1, 1, 4, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},   /* row does not fit hold */
+          {64, 64, 4, 1, (clnorm_reduce)9, CLNORM_STATS_WELFORD},    /* unknown reduce */
+          /* hold * vec wraps in 32 bits (to 0, 0, 8 and 32 floats): the kernel's private
+           * array would be billions of floats (issue 25: SIGSEGV in the kernel) */
+          {1, 1, 2, 1u << 31, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+          {1, 1, 4, 1u << 30, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+          {1, 1, 8, (1u << 29) + 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+          {64, 64, 16, (1u << 28) + 2, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
       };
       for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
         char text[128];
@@ -486,6 +571,23 @@ int main(void) {
                        clnorm_status_string(cs));
         printf("  ok: forced %-37s -> %s\n", text, msg);
       }
+      /* cols past what a call takes: the rounding up of cols / vec / tpr must not wrap to an
+       * item count that fits hold */
+      const clnorm_variant two = {2, 2, 1, 1, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+      c = base(op);
+      c.cols = SIZE_MAX;
+      const clnorm_status cs = clnorm_variant_check(h.ctx, &c, &two);
+      if (cs != CLNORM_E_UNSUPPORTED)
+        harness_fail("clnorm_variant_check(cols SIZE_MAX): expected CLNORM_E_UNSUPPORTED, got %s",
+                     clnorm_status_string(cs));
+      /* a check that passes leaves no message of the one before it */
+      clnorm_variant chosen;
+      c = base(op);
+      if (clnorm_choose(h.ctx, &c, &chosen, NULL) != CLNORM_OK ||
+          clnorm_variant_check(h.ctx, &c, &two) == CLNORM_OK ||
+          clnorm_variant_check(h.ctx, &c, &chosen) != CLNORM_OK || *clnorm_ctx_errmsg(h.ctx))
+        harness_fail("clnorm_variant_check of the chosen variant after a refused one: \"%s\"",
+                     clnorm_ctx_errmsg(h.ctx));
     }
   }
   new_ops();

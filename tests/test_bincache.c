@@ -1,12 +1,14 @@
 /* The program binary cache (src/bincache.c), in a temporary directory: a first context builds
- * and writes entries, a fresh one loads them; damaged, truncated and foreign entries are
- * rejected, rebuilt and rewritten; CLNORM_NO_BINARY_CACHE=1 writes nothing; a cache that cannot
+ * and writes entries, a fresh one loads them; damaged, truncated and foreign entries, and entries
+ * spliced from two sound ones (one's header and key, the other's payload), are rejected, rebuilt
+ * and rewritten; CLNORM_NO_BINARY_CACHE=1 writes nothing; a cache that cannot
  * be written costs nothing but the compile; two contexts writing one entry at once leave a sound
  * one. What the cache did is read from the context's counters, never from timing. Every result
  * is checked against the float64 reference, outputs poisoned with NaN first (harness_check). */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "internal.h"
+#include "op_case.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -216,6 +218,10 @@ typedef enum damage {
   APPEND,
   OTHER_KEY,
   GARBAGE_BINARY,
+  SPLICE_F16,
+  SPLICE_RMSNORM,
+  RESEALED_RMSNORM,
+  FLIP_KEY_HASH,
   DAMAGES
 } damage;
 
@@ -229,9 +235,65 @@ static const char *damage_names[DAMAGES] = {"a byte of the binary flipped",
                                             "empty",
                                             "a byte appended",
                                             "another program's entry copied over it",
-                                            "a sound header over a binary the driver refuses"};
+                                            "a sound header over a binary the driver refuses",
+                                            "the float16 LayerNorm entry's payload, length and "
+                                            "checksum under its key",
+                                            "the RMSNorm entry's payload, length and checksum "
+                                            "under its key",
+                                            "the RMSNorm entry's payload under its key, with "
+                                            "the checksum made for its key",
+                                            "the key's hash flipped"};
 
-static void damage_entry(const char *path, const char *other, damage how) {
+static size_t field(const unsigned char *data, size_t at, int bytes) {
+  size_t v = 0;
+  for (int b = 0; b < bytes; b++)
+    v |= (size_t)data[at + b] << (8 * b);
+  return v;
+}
+
+/* The key's length (bytes 12-15 of the header) and the payload's (16-23); the header is the
+ * rest. */
+static void layout(const unsigned char *data, size_t size, size_t *head, size_t *key_len,
+                   size_t *payload_len) {
+  *key_len = field(data, 12, 4);
+  *payload_len = field(data, 16, 8);
+  if (size < 32 || *key_len + *payload_len >= size) {
+    harness_fail("an entry of %zu bytes claims a key of %zu and a payload of %zu", size, *key_len,
+                 *payload_len);
+    exit(1);
+  }
+  *head = size - *key_len - *payload_len;
+}
+
+/* The entry `data` with its own header and key, and the payload, payload length and checksum of
+ * the entry at `from` (issue 25: such a splice of two sound entries was accepted and ran the
+ * other program's kernels). */
+static unsigned char *splice(const unsigned char *data, size_t size, const char *from,
+                             size_t *spliced_size) {
+  size_t from_size, head, key_len, payload_len, from_head, from_key_len, from_payload_len;
+  unsigned char *other = read_all(from, &from_size);
+  layout(data, size, &head, &key_len, &payload_len);
+  layout(other, from_size, &from_head, &from_key_len, &from_payload_len);
+  unsigned char *out = malloc(head + key_len + from_payload_len + 1);
+  memcpy(out, data, head + key_len);
+  memcpy(out + 16, other + 16, 16); /* payload length and checksum */
+  memcpy(out + head + key_len, other + from_head + from_key_len, from_payload_len);
+  free(other);
+  *spliced_size = head + key_len + from_payload_len;
+  return out;
+}
+
+/* Gives the entry the checksum of its own key and payload, as a sound entry has. */
+static void reseal(unsigned char *data, size_t size) {
+  size_t head, key_len, payload_len;
+  layout(data, size, &head, &key_len, &payload_len);
+  const uint64_t key_hash = clnorm__bincache_key_hash((const char *)data + head, key_len);
+  const uint64_t sum = clnorm__bincache_checksum(key_hash, data + head + key_len, payload_len);
+  for (int b = 0; b < 8; b++)
+    data[24 + b] = (unsigned char)(sum >> (8 * b));
+}
+
+static void damage_entry(const char *path, const char *other, const char *f16, damage how) {
   size_t size;
   unsigned char *data = read_all(path, &size);
   if (size < 64) {
@@ -243,7 +305,7 @@ static void damage_entry(const char *path, const char *other, damage how) {
     data[size - size / 3] ^= 0x40;
     break;
   case FLIP_KEY:
-    data[40] ^= 0x01; /* inside the key text, which follows the 32-byte header */
+    data[48] ^= 0x01; /* inside the key text, which follows the 40-byte header */
     break;
   case FLIP_MAGIC:
     data[0] ^= 0x20;
@@ -273,14 +335,28 @@ static void damage_entry(const char *path, const char *other, damage how) {
   }
   case GARBAGE_BINARY: {
     /* The header (key, length, checksum) is right: only the driver can tell. */
-    const size_t key_len = (size_t)data[12] | (size_t)data[13] << 8;
-    for (size_t i = 32 + key_len; i < size; i++)
+    size_t head, key_len, payload_len;
+    layout(data, size, &head, &key_len, &payload_len);
+    for (size_t i = head + key_len; i < size; i++)
       data[i] = (unsigned char)(i * 131 + 7);
-    const uint64_t sum = clnorm__bincache_checksum(data + 32 + key_len, size - 32 - key_len);
-    for (int b = 0; b < 8; b++)
-      data[24 + b] = (unsigned char)(sum >> (8 * b));
+    reseal(data, size);
     break;
   }
+  case SPLICE_F16:
+  case SPLICE_RMSNORM:
+  case RESEALED_RMSNORM: {
+    size_t spliced_size;
+    unsigned char *spliced = splice(data, size, how == SPLICE_F16 ? f16 : other, &spliced_size);
+    free(data);
+    data = spliced;
+    size = spliced_size;
+    if (how == RESEALED_RMSNORM)
+      reseal(data, size);
+    break;
+  }
+  case FLIP_KEY_HASH:
+    data[35] ^= 0x10; /* the header's last field */
+    break;
   case DAMAGES:
     break;
   }
@@ -309,7 +385,7 @@ int main(void) {
     return 1;
   }
   unsetenv("CLNORM_NO_BINARY_CACHE");
-  char dir[256], path[512], other[512];
+  char dir[256], path[512], other[512], f16[512];
   static char names[MAX_ENTRIES][64], before[MAX_ENTRIES][64];
   harness h;
 
@@ -324,6 +400,16 @@ int main(void) {
     harness_fail("first context, layernorm: %lu misses, %lu written, %lu hits, %lu rejected, %lu "
                  "write failures, %zu files: expected every program missed and written",
                  ln.misses, ln.written, ln.hits, ln.rejected, ln.write_failed, ln_count);
+  /* float16 LayerNorm: programs with the float32 ones' kernel names */
+  {
+    oc_case c;
+    oc_default(&c, CLNORM_OP_LAYERNORM, CLNORM_F16, ROWS, COLS);
+    char msg[512];
+    if (oc_run(&h, &c, NULL, msg, sizeof msg) != OC_PASS)
+      harness_fail("first context, float16 layernorm: %s", msg);
+  }
+  static char mid[MAX_ENTRIES][64];
+  const size_t mid_count = entries(dir, mid, MAX_ENTRIES);
   run_op(&h, CLNORM_OP_RMSNORM, 2, "first context, rmsnorm");
   const counts both = counters(&h);
   const size_t total = entries(dir, names, MAX_ENTRIES);
@@ -332,12 +418,16 @@ int main(void) {
     harness_fail("first context, rmsnorm: %lu misses, %lu written, %zu files: expected new "
                  "entries",
                  both.misses, both.written, total);
-  /* The LayerNorm entry, and one of RMSNorm's (a sound entry of another key). */
+  /* The LayerNorm entry, one of RMSNorm's (a sound entry of another key) and one of float16
+   * LayerNorm's. */
   snprintf(path, sizeof path, "%s/%s", dir, before[0]);
-  other[0] = '\0';
+  other[0] = f16[0] = '\0';
   for (size_t i = 0; i < total && i < MAX_ENTRIES && !other[0]; i++)
-    if (!listed(before, ln_count, names[i]))
+    if (!listed(mid, mid_count, names[i]))
       snprintf(other, sizeof other, "%s/%s", dir, names[i]);
+  for (size_t i = 0; i < mid_count && i < MAX_ENTRIES && !f16[0]; i++)
+    if (!listed(before, ln_count, mid[i]))
+      snprintf(f16, sizeof f16, "%s/%s", dir, mid[i]);
   harness_close(&h);
   printf("first context: %lu programs built and written\n", both.written);
 
@@ -346,17 +436,17 @@ int main(void) {
   run_op(&h, CLNORM_OP_LAYERNORM, 3, "second context, layernorm");
   expect_counts("second context, layernorm", &h, ln.written, 0, 0, 0, 0);
   run_op(&h, CLNORM_OP_RMSNORM, 4, "second context, rmsnorm");
-  expect_counts("second context, rmsnorm", &h, both.written, 0, 0, 0, 0);
+  expect_counts("second context, rmsnorm", &h, both.written - (mid_count - ln_count), 0, 0, 0, 0);
   harness_close(&h);
   if (entries(dir, names, MAX_ENTRIES) != total)
     harness_fail("second context: the cache's files changed");
 
   /* 3. Each kind of damage to the LayerNorm entry: rejected, rebuilt from source, rewritten;
    * then a fresh context loads the rewritten entry. */
-  for (int how = 0; how < DAMAGES && other[0]; how++) {
+  for (int how = 0; how < DAMAGES && other[0] && f16[0]; how++) {
     char what[160];
     snprintf(what, sizeof what, "entry %s", damage_names[how]);
-    damage_entry(path, other, (damage)how);
+    damage_entry(path, other, f16, (damage)how);
     open_with_cache(&h, dir);
     run_op(&h, CLNORM_OP_LAYERNORM, 10 + (uint64_t)how, what);
     expect_counts(what, &h, ln.written - 1, 0, 1, 1, 0);
@@ -371,8 +461,8 @@ int main(void) {
       harness_fail("%s: %zu files in the cache, expected %zu", what,
                    entries(dir, names, MAX_ENTRIES), total);
   }
-  if (!other[0])
-    harness_fail("no second entry to copy over the first");
+  if (!other[0] || !f16[0])
+    harness_fail("no RMSNorm or float16 LayerNorm entry to copy over the first");
 
   /* 4. CLNORM_NO_BINARY_CACHE=1: nothing read or written. */
   snprintf(dir, sizeof dir, "%s/off", root);
