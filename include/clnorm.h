@@ -18,6 +18,8 @@ extern "C" {
 
 #if defined(_WIN32) && defined(CLNORM_BUILDING)
 #define CLNORM_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define CLNORM_API /* PE has no visibility attribute; the DLL's exports are its dllexport'ed */
 #elif defined(__GNUC__)
 #define CLNORM_API __attribute__((visibility("default")))
 #else

@@ -117,7 +117,7 @@ int clnorm__bincache_path(char *dir, size_t size, char *why, size_t why_size) {
     snprintf(why, why_size, "off: %s", err);
     return 0;
   }
-  const char *slash = strrchr(db, '/');
+  const char *slash = clnorm__last_path_sep(db);
   if (!slash)
     snprintf(dir, size, "clnorm-binaries");
   else
@@ -209,7 +209,7 @@ static int entry_key(const clnorm_ctx *ctx, const char *const *sources, const si
 /* Reads the whole file at path into *data (*size bytes). Returns 0 with errno set. */
 static int read_file(const char *path, unsigned char **data, size_t *size) {
   *data = NULL;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = clnorm__open_read(path);
   if (fd < 0)
     return 0;
   struct stat st;
@@ -333,24 +333,6 @@ static int write_all(int fd, const void *data, size_t n) {
   return 1;
 }
 
-/* mkdir -p dir. */
-static int make_dirs(const char *dir) {
-  char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-    return 0;
-  for (char *p = buf + 1;; p++) {
-    const char saved = *p;
-    if (saved != '/' && saved != '\0')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return 0;
-    *p = saved;
-    if (saved == '\0')
-      return 1;
-  }
-}
-
 /* The binary built for ctx->device, malloc'ed; NULL when the driver gives none. A program made
  * from source belongs to every device of the context: find ours among them. */
 static unsigned char *program_binary(const clnorm_ctx *ctx, cl_program program, size_t *size) {
@@ -400,11 +382,11 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
   int fd = -1;
   if (!binary) {
     why = "the driver gives no binary";
-  } else if (!make_dirs(ctx->bincache_dir)) {
+  } else if (!clnorm__make_dirs(ctx->bincache_dir)) {
     why = strerror(errno);
   } else {
     snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    fd = mkstemp(tmp);
+    fd = clnorm__make_temp(tmp);
     if (fd < 0)
       why = strerror(errno);
   }
@@ -422,7 +404,7 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
       why = strerror(errno);
     if (close(fd) != 0 && !why)
       why = strerror(errno);
-    if (!why && rename(tmp, path) != 0)
+    if (!why && clnorm__rename_over(tmp, path) != 0)
       why = strerror(errno);
     if (why)
       unlink(tmp);

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 static cl_int device_string(cl_device_id device, cl_device_info what, char *buf, size_t size) {
   buf[0] = '\0';
@@ -29,15 +28,14 @@ static int env_switch(const char *name, int dflt) {
   return v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) ? v[0] == '1' : dflt;
 }
 
-/* The row buffers' budget per work-group: 2 MiB, or a quarter of the stack limit where that is
- * less (PoCL runs a group on a thread whose stack glibc sizes from that limit; unlimited: the
- * 2 MiB). */
+/* The row buffers' budget per work-group: 2 MiB, or a quarter of a thread's stack where that is
+ * less (PoCL runs a group on a thread whose stack glibc sizes from the stack limit; unlimited:
+ * the 2 MiB). */
 static size_t row_buffer_budget(void) {
-  struct rlimit lim;
+  const size_t stack = clnorm__stack_limit();
   size_t budget = CLNORM_ROW_BUFFER_GROUP_BYTES;
-  if (getrlimit(RLIMIT_STACK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      lim.rlim_cur / 4 < budget)
-    budget = (size_t)(lim.rlim_cur / 4);
+  if (stack && stack / 4 < budget)
+    budget = stack / 4;
   return budget;
 }
 
@@ -127,14 +125,14 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
     free(ctx);
     return s;
   }
-  if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+  if (clnorm__mutex_init(&ctx->lock) != 0) {
     free(ctx);
-    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
+    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "creating the context's mutex failed");
   }
-  if (pthread_cond_init(&ctx->built, NULL) != 0) {
-    pthread_mutex_destroy(&ctx->lock);
+  if (clnorm__cond_init(&ctx->built) != 0) {
+    clnorm__mutex_destroy(&ctx->lock);
     free(ctx);
-    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
+    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "creating the context's condition failed");
   }
   clRetainContext(context);
   clRetainDevice(device);
@@ -159,8 +157,8 @@ void clnorm_ctx_destroy(clnorm_ctx *ctx) {
   clnorm__programs_free(ctx);
   clnorm__tuning_free(ctx);
   clnorm__bincache_free(ctx);
-  pthread_cond_destroy(&ctx->built);
-  pthread_mutex_destroy(&ctx->lock);
+  clnorm__cond_destroy(&ctx->built);
+  clnorm__mutex_destroy(&ctx->lock);
   clReleaseDevice(ctx->device);
   clReleaseContext(ctx->context);
   clnorm__clear_error(ctx);

@@ -6,25 +6,25 @@
 
 void clnorm__fault_inject(clnorm_ctx *ctx, clnorm_fault_kind kind, cl_int err, unsigned skip,
                           unsigned count, uint64_t key) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   ctx->faults[kind] = (clnorm_fault){skip, count, err, key, 0};
   int armed = 0;
   for (int k = 0; k < CLNORM_FAULT_KINDS; k++)
     armed |= ctx->faults[k].count > 0;
   ctx->faults_armed = armed;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
 }
 
 unsigned clnorm__fault_fired(clnorm_ctx *ctx, clnorm_fault_kind kind) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const unsigned fired = ctx->faults[kind].fired;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return fired;
 }
 
 cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key) {
   cl_int err = CL_SUCCESS;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   clnorm_fault *f = &ctx->faults[kind];
   if (f->count > 0 && (f->key == CLNORM_FAULT_ANY || f->key == key)) {
     if (f->skip > 0) {
@@ -35,7 +35,7 @@ cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key)
       err = f->err;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return err;
 }
 
@@ -51,14 +51,14 @@ static int unusable_find(clnorm_ctx *ctx, const clnorm_call *call, uint64_t prog
     return 0; /* the usual case: no lock */
   const uint64_t key = unusable_key(call, program_key);
   int found = 0;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
   for (size_t i = 0; i < n && !found; i++)
     if (ctx->unusable[i].key == key) {
       *err = ctx->unusable[i].err;
       found = 1;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return found;
 }
 
@@ -68,7 +68,7 @@ static int unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t progr
                         cl_int err) {
   const uint64_t key = unusable_key(call, program_key);
   int added = 0;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
   for (size_t i = 0; i < n; i++)
     if (ctx->unusable[i].key == key)
@@ -78,13 +78,13 @@ static int unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t progr
     atomic_store_explicit(&ctx->unusable_count, n + 1, memory_order_release);
     added = 1;
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return added;
 }
 
 static void unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key) {
   const uint64_t key = unusable_key(call, program_key);
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
   for (size_t i = 0; i < n; i++)
     if (ctx->unusable[i].key == key) {
@@ -92,7 +92,7 @@ static void unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t p
       atomic_store_explicit(&ctx->unusable_count, n - 1, memory_order_release);
       break;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
 }
 
 const char *clnorm_choice_string(clnorm_choice why) {
@@ -213,7 +213,7 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
                                            CLNORM_CHOICE_BUILTIN, CLNORM_CHOICE_BUILTIN};
   clnorm_variant found[4];
   int have[4] = {0, 0, 0, 0};
-  pthread_mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
+  clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int source = 0; source < 4; source++) {
     const clnorm_tuned *t = clnorm__tuned_find(source < 2 ? ctx->tuned : ctx->builtin,
                                                source < 2 ? ctx->tuned_count : ctx->builtin_count,
@@ -224,7 +224,7 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
       have[source] = 1;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   for (int source = 0; source < 4; source++) {
     if (!have[source])
       continue;
@@ -247,7 +247,7 @@ static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_va
                         (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows)) +
                        1;
   int fresh = 0;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   for (size_t i = key % CLNORM_LOGGED, n = 0; n < CLNORM_LOGGED;
        i = (i + 1) % CLNORM_LOGGED, n++) {
     if (ctx->logged[i] == key)
@@ -258,7 +258,7 @@ static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_va
       break;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   if (!fresh && !again)
     return;
   char text[128];
@@ -951,8 +951,8 @@ clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *path) {
 size_t clnorm_ctx_tuned_count(const clnorm_ctx *ctx) {
   if (!ctx)
     return 0;
-  pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+  clnorm__mutex_lock((clnorm_mutex *)&ctx->lock);
   const size_t n = ctx->tuned_count;
-  pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+  clnorm__mutex_unlock((clnorm_mutex *)&ctx->lock);
   return n;
 }

@@ -5,7 +5,7 @@
 #include "clnorm.h"
 #include "clnorm_variant.h"
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -142,8 +142,8 @@ struct clnorm_ctx {
   cl_context context;
   cl_device_id device;
   clnorm_device_info info;
-  pthread_mutex_t lock; /* guards the program table and each program's free list */
-  pthread_cond_t built; /* signalled when a program's build ends */
+  clnorm_mutex lock; /* guards the program table and each program's free list */
+  clnorm_cond built; /* signalled when a program's build ends */
   clnorm_program *programs[CLNORM_PROGRAM_BUCKETS];
   clnorm_tuned *tuned; /* sorted by op, dtype, row class, cols; replaced whole under lock */
   size_t tuned_count;
@@ -164,7 +164,7 @@ struct clnorm_ctx {
 /* status.c: the thread's error message for a context. */
 clnorm_status clnorm__fail(const clnorm_ctx *ctx, clnorm_status status, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(CLNORM_PRINTF_FORMAT, 3, 4)))
 #endif
     ;
 void clnorm__clear_error(const clnorm_ctx *ctx);
