@@ -107,7 +107,7 @@ dll=$build/libclnorm.dll
 [ -f "$dll" ] || fail "no $dll"
 [ -f "$build/libclnorm.dll.a" ] || fail "no import library $build/libclnorm.dll.a"
 headers=$("$host-objdump" -p "$dll")
-for f in clnorm_ctx_create clnorm_layernorm clnorm_rmsnorm; do
+for f in clnorm_ctx_create clnorm_layernorm clnorm_rmsnorm clnorm_set_log_callback; do
   grep -q "[[:space:]]$f\$" <<<"$headers" || fail "$dll does not export $f"
 done
 grep -q "DLL Name: OpenCL.dll" <<<"$headers" || fail "$dll does not import OpenCL.dll"

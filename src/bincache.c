@@ -130,8 +130,7 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
   ctx->bincache_device = NULL;
   char dir[4096], why[512];
   if (!clnorm__bincache_path(dir, sizeof dir, why, sizeof why)) {
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache %s\n", why);
+    clnorm__log(CLNORM_LOG_INFO, "program binary cache %s", why);
     return;
   }
   char name[256], vendor[256], driver[256], version[256], platform[256], platform_version[256];
@@ -151,16 +150,14 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
       clGetPlatformInfo(platform_id, CL_PLATFORM_VERSION, sizeof platform_version, platform_version,
                         NULL) != CL_SUCCESS ||
       !*name || !*driver) {
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache off: the device's identity is unreadable\n");
+    clnorm__log(CLNORM_LOG_INFO, "program binary cache off: the device's identity is unreadable");
     return;
   }
   platform[sizeof platform - 1] = platform_version[sizeof platform_version - 1] = '\0';
   /* Oclgrind 21.10 crashes (SIGSEGV) running kernels of programs made from its own binaries
    * (docs/DEVICES.md): the simulator always builds from source. */
   if (strstr(platform, "Oclgrind") != NULL) {
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache off on Oclgrind (docs/DEVICES.md)\n");
+    clnorm__log(CLNORM_LOG_INFO, "program binary cache off on Oclgrind (docs/DEVICES.md)");
     return;
   }
   /* Another driver, compiler (PoCL's platform version names its LLVM) or CPU (PoCL's device
@@ -176,8 +173,7 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
     clnorm__bincache_free(ctx);
     return;
   }
-  if (ctx->log_info)
-    fprintf(stderr, "clnorm: program binary cache in %s\n", dir);
+  clnorm__log(CLNORM_LOG_INFO, "program binary cache in %s", dir);
 }
 
 void clnorm__bincache_free(clnorm_ctx *ctx) {
@@ -269,8 +265,7 @@ cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, co
   size_t size;
   if (!read_file(path, &data, &size)) {
     atomic_fetch_add(&ctx->bincache.misses, 1);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: binary cache miss (%s): %s\n", strerror(errno), path);
+    clnorm__log(CLNORM_LOG_INFO, "binary cache miss (%s): %s", strerror(errno), path);
     return NULL;
   }
   const unsigned char *payload = NULL;
@@ -305,14 +300,12 @@ cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, co
   free(data);
   if (why) {
     atomic_fetch_add(&ctx->bincache.rejected, 1);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: binary cache entry rejected (%s), building from source: %s\n", why,
-              path);
+    clnorm__log(CLNORM_LOG_INFO, "binary cache entry rejected (%s), building from source: %s", why,
+                path);
     return NULL;
   }
   atomic_fetch_add(&ctx->bincache.hits, 1);
-  if (ctx->log_info)
-    fprintf(stderr, "clnorm: binary cache hit: %s\n", path);
+  clnorm__log(CLNORM_LOG_INFO, "binary cache hit: %s", path);
   return program;
 }
 
@@ -412,11 +405,9 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
   free(binary);
   if (why) {
     atomic_fetch_add(&ctx->bincache.write_failed, 1);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: binary cache entry not written (%s): %s\n", why, path);
+    clnorm__log(CLNORM_LOG_WARN, "binary cache entry not written (%s): %s", why, path);
     return;
   }
   atomic_fetch_add(&ctx->bincache.written, 1);
-  if (ctx->log_info)
-    fprintf(stderr, "clnorm: binary cache entry written: %s\n", path);
+  clnorm__log(CLNORM_LOG_INFO, "binary cache entry written: %s", path);
 }

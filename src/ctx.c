@@ -136,16 +136,14 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
   }
   clRetainContext(context);
   clRetainDevice(device);
-  const char *log = getenv("CLNORM_LOG");
-  ctx->log_info = log && (strcmp(log, "info") == 0 || strcmp(log, "debug") == 0);
   clnorm__builtin_load(ctx);
   clnorm__bincache_init(ctx);
   /* A missing or bad tuning database never fails the context: calls use the built-in table and
    * the heuristic, and the log says why. */
-  if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK && ctx->log_info)
-    fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
-  else if (ctx->log_info)
-    fprintf(stderr, "clnorm: %zu tuned results for %s\n", ctx->tuned_count, info_name(ctx));
+  if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK)
+    clnorm__log(CLNORM_LOG_INFO, "%s", clnorm_ctx_errmsg(ctx));
+  else
+    clnorm__log(CLNORM_LOG_INFO, "%zu tuned results for %s", ctx->tuned_count, info_name(ctx));
   clnorm__clear_error(ctx);
   *out = ctx;
   return CLNORM_OK;

@@ -28,6 +28,9 @@ typedef struct clnorm_cond {
 typedef struct clnorm_once {
   void *opaque;
 } clnorm_once;
+/* zero: SRWLOCK_INIT and INIT_ONCE_STATIC_INIT */
+#define CLNORM_MUTEX_INIT                                                                          \
+  { 0 }
 #define CLNORM_ONCE_INIT                                                                           \
   { 0 }
 #else
@@ -35,6 +38,7 @@ typedef struct clnorm_once {
 typedef pthread_mutex_t clnorm_mutex;
 typedef pthread_cond_t clnorm_cond;
 typedef pthread_once_t clnorm_once;
+#define CLNORM_MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
 #define CLNORM_ONCE_INIT PTHREAD_ONCE_INIT
 #endif
 
@@ -44,7 +48,8 @@ typedef pthread_once_t clnorm_once;
 #define CLNORM_THREAD_LOCAL _Thread_local
 #endif
 
-/* 0 on success. A mutex or condition is used between init and destroy only; the mutex is not
+/* 0 on success. A mutex or condition is used between init and destroy only (a static mutex may
+ * be initialized with CLNORM_MUTEX_INIT instead, and is never destroyed); the mutex is not
  * recursive. */
 int clnorm__mutex_init(clnorm_mutex *m);
 void clnorm__mutex_destroy(clnorm_mutex *m);

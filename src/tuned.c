@@ -161,8 +161,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
                  count, path, (unsigned long long)(stale.driver_changed + stale.kernels_changed),
                  (unsigned long long)stale.driver_changed,
                  (unsigned long long)stale.kernels_changed);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
+    clnorm__log(CLNORM_LOG_WARN, "%s", clnorm_ctx_errmsg(ctx));
   }
   return CLNORM_OK;
 }
