@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Windows, as far as this Linux machine can take it: cross-compiles and links libclnorm.dll (with
-# its import library) for 64-bit Windows with mingw-w64, warnings as errors,
+# its import library) and normtune.exe for 64-bit Windows with mingw-w64, warnings as errors,
 # against the Khronos OpenCL headers, an OpenCL import library made by dlltool from
 # scripts/mingw/OpenCL.def, and SQLite built from Debian's source package. Nothing runs them:
 # there is no Windows here. Then checks that the DLL exports the API and imports OpenCL.dll.
@@ -101,7 +101,7 @@ quiet "configure" cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-
   -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON \
   -DOpenCL_INCLUDE_DIR="$cache/include" -DOpenCL_LIBRARY="$cache/libOpenCL.dll.a" \
   -DSQLite3_INCLUDE_DIR="$sqlite" -DSQLite3_LIBRARY="$sqlite/libsqlite3.a"
-quiet "build" cmake --build "$build" -j"$(nproc)" --target ${CLNORM_MINGW_TARGETS:-clnorm}
+quiet "build" cmake --build "$build" -j"$(nproc)" --target ${CLNORM_MINGW_TARGETS:-clnorm normtune}
 
 dll=$build/libclnorm.dll
 [ -f "$dll" ] || fail "no $dll"
@@ -114,7 +114,7 @@ grep -q "DLL Name: OpenCL.dll" <<<"$headers" || fail "$dll does not import OpenC
 exports=$(sed -n '/^\[Ordinal\/Name Pointer\] Table/,/^$/p' <<<"$headers" | grep -c '\] clnorm_')
 imports=$(sed -n 's/^[[:space:]]*DLL Name: //p' <<<"$headers" | sort | tr '\n' ' ')
 echo "check_mingw: $dll exports $exports clnorm_ functions and imports $imports"
-for exe in ${CLNORM_MINGW_TARGETS:-clnorm}; do
+for exe in ${CLNORM_MINGW_TARGETS:-clnorm normtune}; do
   [ "$exe" = clnorm ] || [ -f "$build/$exe.exe" ] || fail "no $build/$exe.exe"
 done
 echo "check_mingw: ok in $((SECONDS - start)) s (compiled and linked, not run)"

@@ -2,6 +2,7 @@
  * and one-time initialization are in its API). */
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 200809L
+#define _DARWIN_C_SOURCE /* macOS hides _SC_NPROCESSORS_ONLN from strict POSIX */
 #endif
 #include "platform.h"
 
@@ -18,6 +19,7 @@
 #include <direct.h>
 #include <fcntl.h>
 #include <io.h>
+#include <process.h>
 #include <windows.h>
 
 int clnorm__mutex_init(clnorm_mutex *m) {
@@ -64,7 +66,58 @@ void clnorm__call_once(clnorm_once *once, void (*fn)(void)) {
   InitOnceExecuteOnce((PINIT_ONCE)&once->opaque, run_once, &box, NULL);
 }
 
+/* The thread's function and argument, freed by the thread. */
+typedef struct thread_start {
+  void (*fn)(void *arg);
+  void *arg;
+} thread_start;
+
+static unsigned __stdcall thread_main(void *param) {
+  thread_start start = *(thread_start *)param;
+  free(param);
+  start.fn(start.arg);
+  return 0;
+}
+
+int clnorm__thread_create(clnorm_thread *t, void (*fn)(void *arg), void *arg) {
+  thread_start *start = malloc(sizeof *start);
+  if (!start)
+    return -1;
+  start->fn = fn;
+  start->arg = arg;
+  /* _beginthreadex, not CreateThread: the thread uses the C runtime */
+  const uintptr_t handle = _beginthreadex(NULL, 0, thread_main, start, 0, NULL);
+  if (!handle) {
+    free(start);
+    return -1;
+  }
+  t->opaque = (void *)handle;
+  return 0;
+}
+
+void clnorm__thread_join(clnorm_thread t) {
+  WaitForSingleObject((HANDLE)t.opaque, INFINITE);
+  CloseHandle((HANDLE)t.opaque);
+}
+
+unsigned clnorm__cpu_count(void) {
+  SYSTEM_INFO info;
+  GetSystemInfo(&info);
+  return info.dwNumberOfProcessors > 0 ? (unsigned)info.dwNumberOfProcessors : 1;
+}
+
 void clnorm__sleep_ms(long ms) { Sleep(ms > 0 ? (DWORD)ms : 0); }
+
+double clnorm__now_seconds(void) {
+  LARGE_INTEGER count, frequency;
+  QueryPerformanceCounter(&count);
+  QueryPerformanceFrequency(&frequency);
+  return (double)count.QuadPart / (double)frequency.QuadPart;
+}
+
+int clnorm__setenv(const char *name, const char *value) {
+  return _putenv_s(name, value) == 0 ? 0 : -1;
+}
 
 int clnorm__is_path_sep(char c) { return c == '/' || c == '\\'; }
 
@@ -215,11 +268,52 @@ void clnorm__cond_broadcast(clnorm_cond *c) { pthread_cond_broadcast(c); }
 
 void clnorm__call_once(clnorm_once *once, void (*fn)(void)) { pthread_once(once, fn); }
 
+/* pthread_create takes a function returning void *: the start goes through this. */
+typedef struct thread_start {
+  void (*fn)(void *arg);
+  void *arg;
+} thread_start;
+
+static void *thread_main(void *param) {
+  thread_start start = *(thread_start *)param;
+  free(param);
+  start.fn(start.arg);
+  return NULL;
+}
+
+int clnorm__thread_create(clnorm_thread *t, void (*fn)(void *arg), void *arg) {
+  thread_start *start = malloc(sizeof *start);
+  if (!start)
+    return -1;
+  start->fn = fn;
+  start->arg = arg;
+  if (pthread_create(t, NULL, thread_main, start) != 0) {
+    free(start);
+    return -1;
+  }
+  return 0;
+}
+
+void clnorm__thread_join(clnorm_thread t) { pthread_join(t, NULL); }
+
+unsigned clnorm__cpu_count(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
+}
+
 void clnorm__sleep_ms(long ms) {
   struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&t, &t) != 0 && errno == EINTR)
     ;
 }
+
+double clnorm__now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int clnorm__setenv(const char *name, const char *value) { return setenv(name, value, 1); }
 
 int clnorm__is_path_sep(char c) { return c == '/'; }
 

@@ -28,6 +28,9 @@ typedef struct clnorm_cond {
 typedef struct clnorm_once {
   void *opaque;
 } clnorm_once;
+typedef struct clnorm_thread {
+  void *opaque;
+} clnorm_thread;
 /* zero: SRWLOCK_INIT and INIT_ONCE_STATIC_INIT */
 #define CLNORM_MUTEX_INIT                                                                          \
   { 0 }
@@ -38,6 +41,7 @@ typedef struct clnorm_once {
 typedef pthread_mutex_t clnorm_mutex;
 typedef pthread_cond_t clnorm_cond;
 typedef pthread_once_t clnorm_once;
+typedef pthread_t clnorm_thread;
 #define CLNORM_MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
 #define CLNORM_ONCE_INIT PTHREAD_ONCE_INIT
 #endif
@@ -62,7 +66,17 @@ void clnorm__cond_broadcast(clnorm_cond *c);
 /* Runs fn exactly once per `once`, whichever threads call; every caller returns after it ran. */
 void clnorm__call_once(clnorm_once *once, void (*fn)(void));
 
+/* A thread running fn(arg): 0 when started. Every started thread is joined once. */
+int clnorm__thread_create(clnorm_thread *t, void (*fn)(void *arg), void *arg);
+void clnorm__thread_join(clnorm_thread t);
+/* Processors online (at least 1). */
+unsigned clnorm__cpu_count(void);
+
 void clnorm__sleep_ms(long ms);
+/* Seconds on a clock that never goes back, from an arbitrary origin. */
+double clnorm__now_seconds(void);
+/* setenv(name, value, 1): 0 or -1. */
+int clnorm__setenv(const char *name, const char *value);
 
 /* Whether c separates a path's components ('/'; on Windows '\\' too), and the last such
  * character of path (NULL: none). */
