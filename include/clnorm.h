@@ -18,6 +18,8 @@ extern "C" {
 
 #if defined(_WIN32) && defined(CLNORM_BUILDING)
 #define CLNORM_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define CLNORM_API /* PE has no visibility attribute; the DLL's exports are its dllexport'ed */
 #elif defined(__GNUC__)
 #define CLNORM_API __attribute__((visibility("default")))
 #else
@@ -70,7 +72,7 @@ CLNORM_API unsigned clnorm_version_number(void);
 
 /* Creates a clnorm context for `device` inside `context`; retains both. *out receives it.
  * Returns CLNORM_E_INVALID_ARG (NULL argument, device not in context), CLNORM_E_OPENCL,
- * CLNORM_E_NO_MEMORY. Environment: CLNORM_LOG=info prints the variant choices on stderr. */
+ * CLNORM_E_NO_MEMORY. Environment: CLNORM_LOG (see clnorm_set_log_level) logs on stderr. */
 CLNORM_API clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device,
                                            clnorm_ctx **out);
 
@@ -157,6 +159,44 @@ CLNORM_API clnorm_status clnorm_rmsnorm_backward(clnorm_ctx *ctx, cl_command_que
                                                  cl_mem rstd, clnorm_rows dx, cl_mem dgamma,
                                                  cl_uint num_wait, const cl_event *wait_list,
                                                  cl_event *event);
+
+/* Logging. The library prints nothing unless asked. The level comes from CLNORM_LOG (read once,
+ * case-insensitive: off, error, warn, info, trace; another value prints one warning and logs at
+ * info) until clnorm_set_log_level sets it; each level includes those before it:
+ *   error  a normalization call (clnorm_layernorm ... clnorm_run) that fails: status, message
+ *   warn   a variant or kernel that could not run, fallen back from; stale tuned results
+ *   info   the variant chosen and why, once per op, dtype, cols and row class; the tuned results
+ *          loaded; the program binary cache's hits, misses and writes
+ *   trace  one line per call: op, dtype, shape, device, variant, the source of the choice and
+ *          the kernels' time (from the first kernel's start to the last one's end) where the
+ *          queue has CL_QUEUE_PROFILING_ENABLE, else "time n/a". That line is written when the
+ *          call's work completes (an event callback: the library never waits for it), from
+ *          whichever thread the OpenCL runtime calls back on.
+ * Lines go to stderr ("clnorm: " + text), or to the callback when one is set. */
+typedef enum clnorm_log_level {
+  CLNORM_LOG_OFF = 0,
+  CLNORM_LOG_ERROR = 1,
+  CLNORM_LOG_WARN = 2,
+  CLNORM_LOG_INFO = 3,
+  CLNORM_LOG_TRACE = 4
+} clnorm_log_level;
+
+/* Receives one line: its level and its text (no "clnorm: " prefix, no newline; valid during the
+ * call only). */
+typedef void (*clnorm_log_fn)(clnorm_log_level level, const char *line, void *user);
+
+/* Sends every line to fn(level, line, user) instead of stderr; fn == NULL: stderr again. Lines
+ * are delivered one at a time, under a lock the library holds, so fn needs no lock of its own,
+ * must not call clnorm_set_log_callback, and may be called from threads of the OpenCL runtime
+ * (the trace lines). Once this returns, the previous callback is no longer running or called.
+ * Setting a callback does not turn logging on: see clnorm_set_log_level. */
+CLNORM_API void clnorm_set_log_callback(clnorm_log_fn fn, void *user);
+
+/* Sets the level for the whole process; CLNORM_LOG is not read after this. */
+CLNORM_API void clnorm_set_log_level(clnorm_log_level level);
+
+/* The level in force (CLNORM_LOG's, read on the first use, unless clnorm_set_log_level set one). */
+CLNORM_API clnorm_log_level clnorm_get_log_level(void);
 
 #ifdef __cplusplus
 }

@@ -113,10 +113,11 @@ CLNORM_API clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *ca
 
 /* Replaces the context's tuned table with this device's winners from the tuning database at
  * `path` (NULL: $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db, else
- * ~/.cache/clnorm/tuning.db). clnorm_ctx_create does this once with NULL. Results of another
- * driver version or kernel source are never used. On failure (CLNORM_E_DB: missing, unreadable,
- * corrupt or newer database) the table is left as it was and errmsg says why; calls keep
- * working from the built-in table and the heuristic. Safe while other threads make calls. */
+ * ~/.cache/clnorm/tuning.db; on Windows %LOCALAPPDATA%\clnorm\tuning.db). clnorm_ctx_create
+ * does this once with NULL. Results of another driver version or kernel source are never used.
+ * On failure (CLNORM_E_DB: missing, unreadable, corrupt or newer database) the table is left as
+ * it was and errmsg says why; calls keep working from the built-in table and the heuristic.
+ * Safe while other threads make calls. */
 CLNORM_API clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *path);
 
 /* How many tuned results the context uses (after clnorm_ctx_load_tuning). */

@@ -4,8 +4,8 @@
 #      suite without the `slow`, `oclgrind` and `shim` labels (Oclgrind and the database fault
 #      shim are LD_PRELOADed, and ASan's runtime must come first);
 #   2. ThreadSanitizer: the multi-threaded tests (threads, normtune's parallel tuning in
-#      tuner_concurrent and tuner_tune_dispatch) and test_variants' parallel pre-build
-#      (CLNORM_TEST_QUICK=1);
+#      tuner_concurrent and tuner_tune_dispatch, log's trace lines from the OpenCL runtime's
+#      threads) and test_variants' parallel pre-build (CLNORM_TEST_QUICK=1);
 #   3. Valgrind memcheck (--leak-check=full --error-exitcode=1) on the library's test
 #      executables, a plain build;
 #   4. the kernels under Oclgrind (tests/oclgrind.sh, the `oclgrind` ctest label).

@@ -3,6 +3,8 @@
 # OpenCL headers and ICD loader, PoCL (OpenCL on the CPU, so there is always a device), SQLite,
 # clinfo, and the tools of the checks (Oclgrind, Valgrind, clang with libFuzzer). Does nothing
 # when all of it is installed already.
+#   bash scripts/deps.sh               # all of the above
+#   bash scripts/deps.sh PACKAGE...    # these Debian packages instead (scripts/check_mingw.sh)
 # CLNORM_NO_DEPS=1: install nothing (a machine without a package registry, such as the GPU
 # machine, where the device kit provides what is missing).
 set -euo pipefail
@@ -11,6 +13,9 @@ packages=(build-essential cmake ocl-icd-opencl-dev opencl-headers pocl-opencl-ic
           libsqlite3-dev sqlite3 pkg-config python3
           oclgrind valgrind # tests/oclgrind.sh (the kernels under a simulator), check_tools.sh
           clang libclang-rt-dev) # scripts/fuzz.sh: libFuzzer (Debian 12: in libclang-rt-dev)
+if [ $# -gt 0 ]; then
+  packages=("$@")
+fi
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "clnorm: not a Debian/Ubuntu system: install the equivalents of ${packages[*]} yourself" >&2
   exit 0

@@ -126,7 +126,7 @@ int clnorm__bincache_path(char *dir, size_t size, char *why, size_t why_size) {
     snprintf(why, why_size, "off: %s", err);
     return 0;
   }
-  const char *slash = strrchr(db, '/');
+  const char *slash = clnorm__last_path_sep(db);
   if (!slash)
     snprintf(dir, size, "clnorm-binaries");
   else
@@ -139,8 +139,7 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
   ctx->bincache_device = NULL;
   char dir[4096], why[512];
   if (!clnorm__bincache_path(dir, sizeof dir, why, sizeof why)) {
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache %s\n", why);
+    clnorm__log(CLNORM_LOG_INFO, "program binary cache %s", why);
     return;
   }
   char name[256], vendor[256], driver[256], version[256], platform[256], platform_version[256];
@@ -160,16 +159,14 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
       clGetPlatformInfo(platform_id, CL_PLATFORM_VERSION, sizeof platform_version, platform_version,
                         NULL) != CL_SUCCESS ||
       !*name || !*driver) {
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache off: the device's identity is unreadable\n");
+    clnorm__log(CLNORM_LOG_INFO, "program binary cache off: the device's identity is unreadable");
     return;
   }
   platform[sizeof platform - 1] = platform_version[sizeof platform_version - 1] = '\0';
   /* Oclgrind 21.10 crashes (SIGSEGV) running kernels of programs made from its own binaries
    * (docs/DEVICES.md): the simulator always builds from source. */
   if (strstr(platform, "Oclgrind") != NULL) {
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: program binary cache off on Oclgrind (docs/DEVICES.md)\n");
+    clnorm__log(CLNORM_LOG_INFO, "program binary cache off on Oclgrind (docs/DEVICES.md)");
     return;
   }
   /* Another driver, compiler (PoCL's platform version names its LLVM) or CPU (PoCL's device
@@ -185,8 +182,7 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
     clnorm__bincache_free(ctx);
     return;
   }
-  if (ctx->log_info)
-    fprintf(stderr, "clnorm: program binary cache in %s\n", dir);
+  clnorm__log(CLNORM_LOG_INFO, "program binary cache in %s", dir);
 }
 
 void clnorm__bincache_free(clnorm_ctx *ctx) {
@@ -218,7 +214,7 @@ static int entry_key(const clnorm_ctx *ctx, const char *const *sources, const si
 /* Reads the whole file at path into *data (*size bytes). Returns 0 with errno set. */
 static int read_file(const char *path, unsigned char **data, size_t *size) {
   *data = NULL;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = clnorm__open_read(path);
   if (fd < 0)
     return 0;
   struct stat st;
@@ -310,8 +306,7 @@ cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, co
   size_t size;
   if (!read_file(path, &data, &size)) {
     atomic_fetch_add(&ctx->bincache.misses, 1);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: binary cache miss (%s): %s\n", strerror(errno), path);
+    clnorm__log(CLNORM_LOG_INFO, "binary cache miss (%s): %s", strerror(errno), path);
     return NULL;
   }
   const unsigned char *payload = NULL;
@@ -347,14 +342,12 @@ cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, co
   free(data);
   if (why) {
     atomic_fetch_add(&ctx->bincache.rejected, 1);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: binary cache entry rejected (%s), building from source: %s\n", why,
-              path);
+    clnorm__log(CLNORM_LOG_INFO, "binary cache entry rejected (%s), building from source: %s", why,
+                path);
     return NULL;
   }
   atomic_fetch_add(&ctx->bincache.hits, 1);
-  if (ctx->log_info)
-    fprintf(stderr, "clnorm: binary cache hit: %s\n", path);
+  clnorm__log(CLNORM_LOG_INFO, "binary cache hit: %s", path);
   return program;
 }
 
@@ -373,24 +366,6 @@ static int write_all(int fd, const void *data, size_t n) {
     n -= (size_t)put;
   }
   return 1;
-}
-
-/* mkdir -p dir. */
-static int make_dirs(const char *dir) {
-  char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-    return 0;
-  for (char *p = buf + 1;; p++) {
-    const char saved = *p;
-    if (saved != '/' && saved != '\0')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return 0;
-    *p = saved;
-    if (saved == '\0')
-      return 1;
-  }
 }
 
 /* The binary built for ctx->device, malloc'ed; NULL when the driver gives none. A program made
@@ -442,11 +417,11 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
   int fd = -1;
   if (!binary) {
     why = "the driver gives no binary";
-  } else if (!make_dirs(ctx->bincache_dir)) {
+  } else if (!clnorm__make_dirs(ctx->bincache_dir)) {
     why = strerror(errno);
   } else {
     snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    fd = mkstemp(tmp);
+    fd = clnorm__make_temp(tmp);
     if (fd < 0)
       why = strerror(errno);
   }
@@ -466,7 +441,7 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
       why = strerror(errno);
     if (close(fd) != 0 && !why)
       why = strerror(errno);
-    if (!why && rename(tmp, path) != 0)
+    if (!why && clnorm__rename_over(tmp, path) != 0)
       why = strerror(errno);
     if (why)
       unlink(tmp);
@@ -474,11 +449,9 @@ void clnorm__bincache_store(clnorm_ctx *ctx, const char *const *sources, const s
   free(binary);
   if (why) {
     atomic_fetch_add(&ctx->bincache.write_failed, 1);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: binary cache entry not written (%s): %s\n", why, path);
+    clnorm__log(CLNORM_LOG_WARN, "binary cache entry not written (%s): %s", why, path);
     return;
   }
   atomic_fetch_add(&ctx->bincache.written, 1);
-  if (ctx->log_info)
-    fprintf(stderr, "clnorm: binary cache entry written: %s\n", path);
+  clnorm__log(CLNORM_LOG_INFO, "binary cache entry written: %s", path);
 }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 static cl_int device_string(cl_device_id device, cl_device_info what, char *buf, size_t size) {
   buf[0] = '\0';
@@ -24,49 +23,20 @@ static int pocl_before_6(const char *platform_version) {
 }
 
 /* ASCII case-insensitive equality (the C locale's, whatever the application's locale). */
-static int same_nocase(const char *a, const char *b) {
-  for (; *a && *b; a++, b++) {
-    const char ca = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
-    const char cb = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
-    if (ca != cb)
-      return 0;
-  }
-  return *a == *b;
-}
-
-/* Whether CLNORM_LOG turns the log on: "info" or "debug", in any case. Any other value, but for
- * empty, "0", "off" and "none", is a level someone who wanted a log mistyped: one line on stderr
- * (once per process) says it is ignored. Unset, the library prints nothing. */
-static int log_wanted(void) {
-  static atomic_int warned;
-  const char *v = getenv("CLNORM_LOG");
-  if (!v || !*v || strcmp(v, "0") == 0 || same_nocase(v, "off") || same_nocase(v, "none"))
-    return 0;
-  if (same_nocase(v, "info") || same_nocase(v, "debug"))
-    return 1;
-  if (atomic_exchange(&warned, 1) == 0)
-    fprintf(stderr,
-            "clnorm: CLNORM_LOG=%.64s is not a log level clnorm knows (info or debug): no "
-            "log\n",
-            v);
-  return 0;
-}
-
 /* `dflt`, unless the environment variable `name` is "0" or "1". */
 static int env_switch(const char *name, int dflt) {
   const char *v = getenv(name);
   return v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) ? v[0] == '1' : dflt;
 }
 
-/* The row buffers' budget per work-group: 2 MiB, or a quarter of the stack limit where that is
- * less (PoCL runs a group on a thread whose stack glibc sizes from that limit; unlimited: the
- * 2 MiB). */
+/* The row buffers' budget per work-group: 2 MiB, or a quarter of a thread's stack where that is
+ * less (PoCL runs a group on a thread whose stack glibc sizes from the stack limit; unlimited:
+ * the 2 MiB). */
 static size_t row_buffer_budget(void) {
-  struct rlimit lim;
+  const size_t stack = clnorm__stack_limit();
   size_t budget = CLNORM_ROW_BUFFER_GROUP_BYTES;
-  if (getrlimit(RLIMIT_STACK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      lim.rlim_cur / 4 < budget)
-    budget = (size_t)(lim.rlim_cur / 4);
+  if (stack && stack / 4 < budget)
+    budget = stack / 4;
   return budget;
 }
 
@@ -157,26 +127,25 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
     free(ctx);
     return s;
   }
-  if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+  if (clnorm__mutex_init(&ctx->lock) != 0) {
     free(ctx);
-    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
+    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "creating the context's mutex failed");
   }
-  if (pthread_cond_init(&ctx->built, NULL) != 0) {
-    pthread_mutex_destroy(&ctx->lock);
+  if (clnorm__cond_init(&ctx->built) != 0) {
+    clnorm__mutex_destroy(&ctx->lock);
     free(ctx);
-    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "pthread_mutex_init failed");
+    return clnorm__fail(NULL, CLNORM_E_NO_MEMORY, "creating the context's condition failed");
   }
   clRetainContext(context);
   clRetainDevice(device);
-  ctx->log_info = log_wanted();
   clnorm__builtin_load(ctx);
   clnorm__bincache_init(ctx);
   /* A missing or bad tuning database never fails the context: calls use the built-in table and
    * the heuristic, and the log says why. */
-  if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK && ctx->log_info)
-    fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
-  else if (ctx->log_info)
-    fprintf(stderr, "clnorm: %zu tuned results for %s\n", ctx->tuned_count, info_name(ctx));
+  if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK)
+    clnorm__log(CLNORM_LOG_INFO, "%s", clnorm_ctx_errmsg(ctx));
+  else
+    clnorm__log(CLNORM_LOG_INFO, "%zu tuned results for %s", ctx->tuned_count, info_name(ctx));
   clnorm__clear_error(ctx);
   *out = ctx;
   return CLNORM_OK;
@@ -188,8 +157,8 @@ void clnorm_ctx_destroy(clnorm_ctx *ctx) {
   clnorm__programs_free(ctx);
   clnorm__tuning_free(ctx);
   clnorm__bincache_free(ctx);
-  pthread_cond_destroy(&ctx->built);
-  pthread_mutex_destroy(&ctx->lock);
+  clnorm__cond_destroy(&ctx->built);
+  clnorm__mutex_destroy(&ctx->lock);
   clReleaseDevice(ctx->device);
   clReleaseContext(ctx->context);
   clnorm__clear_error(ctx);

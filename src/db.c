@@ -1,11 +1,11 @@
 /* The tuning database (see db.h): the only file of clnorm that talks to SQLite. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "platform.h"
 
 #include <sqlite3.h>
 
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -150,7 +150,7 @@ static clnorm_status failv(clnorm_status status, char *err, size_t err_size, con
 }
 
 #if defined(__GNUC__)
-#define PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define PRINTF(a, b) __attribute__((format(CLNORM_PRINTF_FORMAT, a, b)))
 #else
 #define PRINTF(a, b)
 #endif
@@ -372,18 +372,16 @@ static int result_valid(const clnorm_result *r, char *buf, size_t size) {
 clnorm_status clnorm__db_default_path(char *buf, size_t size, char *err, size_t err_size) {
   clear(err, err_size);
   const char *db = getenv("CLNORM_DB");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
+  char cache[4096];
+  const char *names;
   int n;
   if (db && *db)
     n = snprintf(buf, size, "%s", db);
-  else if (xdg && xdg[0] == '/') /* the XDG spec: a relative path is invalid, ignore it */
-    n = snprintf(buf, size, "%s/clnorm/tuning.db", xdg);
-  else if (home && *home)
-    n = snprintf(buf, size, "%s/.cache/clnorm/tuning.db", home);
+  else if (clnorm__cache_home(cache, sizeof cache, &names))
+    n = snprintf(buf, size, "%s/clnorm/tuning.db", cache);
   else
-    return fail(CLNORM_E_DB, err, err_size,
-                "no tuning database path: none of CLNORM_DB, XDG_CACHE_HOME, HOME is set");
+    return fail(CLNORM_E_DB, err, err_size, "no tuning database path: none of CLNORM_DB, %s is set",
+                names);
   if (n < 0 || (size_t)n >= size)
     return fail(CLNORM_E_DB, err, err_size, "the tuning database path is too long");
   return CLNORM_OK;
@@ -391,7 +389,7 @@ clnorm_status clnorm__db_default_path(char *buf, size_t size, char *err, size_t 
 
 /* The directory part of path ("." when it has none) into buf. */
 static void dir_of(const char *path, char *buf, size_t size) {
-  const char *slash = strrchr(path, '/');
+  const char *slash = clnorm__last_path_sep(path);
   if (!slash)
     snprintf(buf, size, ".");
   else if (slash == path)
@@ -406,20 +404,9 @@ static clnorm_status make_parents(const char *path, char *err, size_t err_size) 
   dir_of(path, dir, sizeof dir);
   if (strlen(dir) + 1 >= sizeof dir)
     return fail(CLNORM_E_DB, err, err_size, "tuning database path '%s' is too long", path);
-  for (char *p = dir + 1;; p++) {
-    const char saved = *p;
-    if (saved != '/' && saved != '\0')
-      continue;
-    *p = '\0';
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-      return fail(CLNORM_E_DB, err, err_size,
-                  "cannot create directory '%s' for the tuning "
-                  "database: %s",
-                  dir, strerror(errno));
-    *p = saved;
-    if (saved == '\0')
-      break;
-  }
+  if (!clnorm__make_dirs(dir))
+    return fail(CLNORM_E_DB, err, err_size,
+                "cannot create directory '%s' for the tuning database: %s", dir, strerror(errno));
   return CLNORM_OK;
 }
 
@@ -470,11 +457,6 @@ static int pragma_int(sqlite3 *sql, const char *text, sqlite3_int64 *out) {
   return rc;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&t, NULL);
-}
-
 /* Begins a write transaction, waiting (busy timeout, then retries) while another connection
  * holds the write lock: taking the lock up front means the transaction never fails half-way for
  * a concurrent writer. */
@@ -484,7 +466,7 @@ static int begin_write(sqlite3 *sql) {
     rc = exec(sql, "BEGIN IMMEDIATE");
     if ((rc & 0xff) != SQLITE_BUSY)
       break;
-    sleep_ms(10 + 37 * attempt);
+    clnorm__sleep_ms(10 + 37 * attempt);
   }
   return rc;
 }
@@ -576,7 +558,7 @@ static int set_wal(sqlite3 *sql) {
     sqlite3_finalize(st);
     if ((rc & 0xff) != SQLITE_BUSY)
       break;
-    sleep_ms(10 + 37 * attempt);
+    clnorm__sleep_ms(10 + 37 * attempt);
   }
   return rc;
 }
@@ -782,10 +764,8 @@ void clnorm__db_close(clnorm_db *db) {
 
 /* Renames from to to when from exists. */
 static int move_if_present(const char *from, const char *to) {
-  struct stat st;
-  if (lstat(from, &st) != 0)
-    return errno == ENOENT ? 0 : -1;
-  return rename(from, to);
+  const int exists = clnorm__path_exists(from);
+  return exists <= 0 ? exists : clnorm__rename_over(from, to);
 }
 
 clnorm_status clnorm__db_repair(const char *path, char *moved_to, size_t moved_size, char *err,
@@ -807,13 +787,12 @@ clnorm_status clnorm__db_repair(const char *path, char *moved_to, size_t moved_s
   }
   /* a second repair within the same second must not overwrite the first one's file */
   const long long now = (long long)time(NULL);
-  struct stat st;
   sprintf(bad, "%s.bad-%lld", path, now);
-  for (int n = 1; lstat(bad, &st) == 0 && n < 1000; n++)
+  for (int n = 1; clnorm__path_exists(bad) == 1 && n < 1000; n++)
     sprintf(bad, "%s.bad-%lld.%d", path, now, n);
   /* the -wal file belongs to the bad database: left in place, SQLite would replay it into the
    * fresh one */
-  int failed = rename(path, bad) != 0;
+  int failed = clnorm__rename_over(path, bad) != 0;
   static const char *const suffixes[] = {"-wal", "-shm"};
   for (size_t i = 0; !failed && i < COUNT(suffixes); i++) {
     sprintf(from, "%s%s", path, suffixes[i]);
@@ -1645,23 +1624,6 @@ clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t e
 
 /* ---- JSON export */
 
-/* JSON numbers use '.' whatever the application's locale says. */
-typedef struct c_numbers {
-  locale_t c, previous;
-} c_numbers;
-
-static void c_numbers_begin(c_numbers *n) {
-  n->c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-  n->previous = n->c ? uselocale(n->c) : (locale_t)0;
-}
-
-static void c_numbers_end(c_numbers *n) {
-  if (n->c) {
-    uselocale(n->previous);
-    freelocale(n->c);
-  }
-}
-
 static void json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -1739,8 +1701,8 @@ clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_
   clear(err, err_size);
   if (!db || !out)
     return fail(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "out");
-  c_numbers numbers;
-  c_numbers_begin(&numbers);
+  /* JSON numbers use '.' whatever the application's locale says */
+  void *numbers = clnorm__c_numbers_begin();
   exporter x = {out, {0}, 0, 0};
   fprintf(out,
           "{\"format\": \"clnorm-tuning\", \"format_version\": %d, \"clnorm_version\": "
@@ -1748,7 +1710,7 @@ clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_
           CLNORM_DB_JSON_FORMAT, (long long)time(NULL));
   clnorm_status status = clnorm__db_list(db, NULL, NULL, 0, export_row, &x, err, err_size);
   fputs(x.devices ? "\n   ]}\n ]}\n" : "]}\n", out);
-  c_numbers_end(&numbers);
+  clnorm__c_numbers_end(numbers);
   if (status == CLNORM_OK && (fflush(out) != 0 || ferror(out)))
     status = fail(CLNORM_E_DB, err, err_size, "writing the exported results failed: %s",
                   strerror(errno));
@@ -2422,10 +2384,10 @@ clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, siz
   /* a UTF-8 byte order mark is not JSON, but editors write one */
   if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
     p.pos = 3;
-  c_numbers numbers;
-  c_numbers_begin(&numbers);
+  /* JSON numbers use '.' whatever the application's locale says */
+  void *numbers = clnorm__c_numbers_begin();
   const jnode *root = parse_value(&p, 1);
-  c_numbers_end(&numbers);
+  clnorm__c_numbers_end(numbers);
   if (root) {
     skip_space(&p);
     if (p.pos < p.len)

@@ -79,7 +79,8 @@ typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device
 #define CLNORM_DB_WRITE 1 /* normtune: creates parent directories and the file, migrates */
 
 /* Writes the default database path into buf: $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db,
- * else $HOME/.cache/clnorm/tuning.db (empty variables and a relative XDG_CACHE_HOME are ignored).
+ * else $HOME/.cache/clnorm/tuning.db (empty variables and a relative XDG_CACHE_HOME are ignored);
+ * on Windows %LOCALAPPDATA%\clnorm\tuning.db after $CLNORM_DB (clnorm__cache_home).
  * Returns CLNORM_E_DB when none is set or buf is too small. */
 clnorm_status clnorm__db_default_path(char *buf, size_t size, char *err, size_t err_size);
 

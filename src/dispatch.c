@@ -6,25 +6,25 @@
 
 void clnorm__fault_inject(clnorm_ctx *ctx, clnorm_fault_kind kind, cl_int err, unsigned skip,
                           unsigned count, uint64_t key) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   ctx->faults[kind] = (clnorm_fault){skip, count, err, key, 0};
   int armed = 0;
   for (int k = 0; k < CLNORM_FAULT_KINDS; k++)
     armed |= ctx->faults[k].count > 0;
   ctx->faults_armed = armed;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
 }
 
 unsigned clnorm__fault_fired(clnorm_ctx *ctx, clnorm_fault_kind kind) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const unsigned fired = ctx->faults[kind].fired;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return fired;
 }
 
 cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key) {
   cl_int err = CL_SUCCESS;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   clnorm_fault *f = &ctx->faults[kind];
   if (f->count > 0 && (f->key == CLNORM_FAULT_ANY || f->key == key)) {
     if (f->skip > 0) {
@@ -35,7 +35,7 @@ cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key)
       err = f->err;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return err;
 }
 
@@ -51,14 +51,14 @@ static int unusable_find(clnorm_ctx *ctx, const clnorm_call *call, uint64_t prog
     return 0; /* the usual case: no lock */
   const uint64_t key = unusable_key(call, program_key);
   int found = 0;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
   for (size_t i = 0; i < n && !found; i++)
     if (ctx->unusable[i].key == key) {
       *err = ctx->unusable[i].err;
       found = 1;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return found;
 }
 
@@ -68,7 +68,7 @@ static int unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t progr
                         cl_int err) {
   const uint64_t key = unusable_key(call, program_key);
   int added = 0;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
   for (size_t i = 0; i < n; i++)
     if (ctx->unusable[i].key == key)
@@ -78,13 +78,13 @@ static int unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t progr
     atomic_store_explicit(&ctx->unusable_count, n + 1, memory_order_release);
     added = 1;
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return added;
 }
 
 static void unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key) {
   const uint64_t key = unusable_key(call, program_key);
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
   for (size_t i = 0; i < n; i++)
     if (ctx->unusable[i].key == key) {
@@ -92,7 +92,7 @@ static void unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t p
       atomic_store_explicit(&ctx->unusable_count, n - 1, memory_order_release);
       break;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
 }
 
 const char *clnorm_choice_string(clnorm_choice why) {
@@ -188,9 +188,8 @@ static clnorm_status heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, cl
     st = candidate(ctx, call, &candidates[i], eff, prog);
     if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
       break;
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: falling back from a heuristic candidate: %s\n",
-              clnorm_ctx_errmsg(ctx));
+    clnorm__log(CLNORM_LOG_WARN, "falling back from a heuristic candidate: %s",
+                clnorm_ctx_errmsg(ctx));
   }
   return st;
 }
@@ -213,7 +212,7 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
                                            CLNORM_CHOICE_BUILTIN, CLNORM_CHOICE_BUILTIN};
   clnorm_variant found[4];
   int have[4] = {0, 0, 0, 0};
-  pthread_mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
+  clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int source = 0; source < 4; source++) {
     const clnorm_tuned *t = clnorm__tuned_find(source < 2 ? ctx->tuned : ctx->builtin,
                                                source < 2 ? ctx->tuned_count : ctx->builtin_count,
@@ -224,22 +223,21 @@ static clnorm_status choose(clnorm_ctx *ctx, const clnorm_call *call, const clno
       have[source] = 1;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   for (int source = 0; source < 4; source++) {
     if (!have[source])
       continue;
     *why = reasons[source];
     if (candidate(ctx, call, &found[source], eff, prog) == CLNORM_OK)
       return CLNORM_OK;
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: the %s variant cannot run this call, falling back: %s\n",
-              clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
+    clnorm__log(CLNORM_LOG_WARN, "the %s variant cannot run this call, falling back: %s",
+                clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
   }
   *why = CLNORM_CHOICE_HEURISTIC;
   return heuristic_pick(ctx, call, eff, prog);
 }
 
-/* CLNORM_LOG=info: one line per op, dtype, cols and row class; again: the choice after a launch
+/* The info log: one line per op, dtype, cols and row class; again: the choice after a launch
  * failure, printed whatever was printed before. */
 static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
                        clnorm_choice why, int again) {
@@ -247,7 +245,7 @@ static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_va
                         (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows)) +
                        1;
   int fresh = 0;
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   for (size_t i = key % CLNORM_LOGGED, n = 0; n < CLNORM_LOGGED;
        i = (i + 1) % CLNORM_LOGGED, n++) {
     if (ctx->logged[i] == key)
@@ -258,14 +256,14 @@ static void log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_va
       break;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   if (!fresh && !again)
     return;
   char text[128];
   clnorm_variant_format(v, text, sizeof text);
-  fprintf(stderr, "clnorm: %s %s rows=%zu cols=%zu on %s: %s (%s)\n", clnorm_op_name(call->op),
-          clnorm_dtype_name(call->dtype), call->rows, call->cols, ctx->info.name, text,
-          clnorm_choice_string(why));
+  clnorm__log(CLNORM_LOG_INFO, "%s %s rows=%zu cols=%zu on %s: %s (%s)", clnorm_op_name(call->op),
+              clnorm_dtype_name(call->dtype), call->rows, call->cols, ctx->info.name, text,
+              clnorm_choice_string(why));
 }
 
 /* Argument setters: a cl_mem (NULL allowed), and a matrix as buffer, offset and stride. */
@@ -338,6 +336,8 @@ typedef struct attempt {
   cl_int err;        /* the failed clEnqueueNDRangeKernel's code; CL_SUCCESS: none failed */
   uint64_t key;      /* the program of that kernel */
   cl_event enqueued; /* a backward call's first kernel, when its second failed to launch */
+  int want_first;    /* the trace log times the call: keep the first of two kernels' events */
+  cl_event first;    /* that event (a reference of the caller's), when both were enqueued */
 } attempt;
 
 /* clEnqueueNDRangeKernel, 1-D, unless a test injected its failure. */
@@ -485,6 +485,8 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
         st = launch_failed(ctx, a, err, "bwd_reduce", prog, global, local);
         a->enqueued = main_done;
         main_done = NULL;
+      } else if (a->want_first && clRetainEvent(main_done) == CL_SUCCESS) {
+        a->first = main_done;
       }
     }
   }
@@ -561,6 +563,8 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
     err = launch(ctx, prog, queue, norm_k, global, &local, 1, &stats_done, event);
     if (err != CL_SUCCESS)
       st = launch_failed(ctx, a, err, "split_norm", prog, global, local);
+    else if (a->want_first && clRetainEvent(stats_done) == CL_SUCCESS)
+      a->first = stats_done;
   }
   if (stats_done)
     clReleaseEvent(stats_done);
@@ -616,6 +620,8 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
     err = launch(ctx, prog, queue, split_k, global, &local, 1, &sums_done, event);
     if (err != CL_SUCCESS)
       st = launch_failed(ctx, a, err, "bwd_split", prog, global, local);
+    else if (a->want_first && clRetainEvent(sums_done) == CL_SUCCESS)
+      a->first = sums_done;
   }
   if (sums_done)
     clReleaseEvent(sums_done);
@@ -654,9 +660,8 @@ static clnorm_status enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clno
     }
     /* The whole-row kernels compute the same result, one group per row (the forward's with no
      * scratch). */
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: split-row kernels unavailable, rows run whole: %s\n",
-              clnorm_ctx_errmsg(ctx));
+    clnorm__log(CLNORM_LOG_WARN, "split-row kernels unavailable, rows run whole: %s",
+                clnorm_ctx_errmsg(ctx));
     clnorm__clear_error(ctx);
   }
   if (clnorm__op_backward(call->op))
@@ -710,7 +715,8 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
 
 #define MAX_ATTEMPTS 24 /* launch failures one call falls back from */
 
-clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+/* clnorm_run, but for its error log. */
+static clnorm_status run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                          const clnorm_variant *force, cl_uint num_wait, const cl_event *wait_list,
                          cl_event *event) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
@@ -720,8 +726,21 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
     return st;
   RETURN_IF(ctx, call->cols > UINT32_MAX, CLNORM_E_UNSUPPORTED,
             "cols %zu exceeds 2^32 - 1 elements per row", call->cols);
-  if (call->rows == 0)
-    return enqueue_no_rows(ctx, queue, call, num_wait, wait_list, event);
+  const int trace = clnorm__log_level() >= CLNORM_LOG_TRACE;
+  if (call->rows == 0) {
+    st = enqueue_no_rows(ctx, queue, call, num_wait, wait_list, event);
+    if (st == CLNORM_OK && trace)
+      clnorm__log(CLNORM_LOG_TRACE, "exec %s %s rows=0 cols=%zu on %s: no kernel",
+                  clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->cols,
+                  ctx->info.name);
+    return st;
+  }
+  /* The trace line needs the call's last event even where the caller asks for none. */
+  cl_event own_event = NULL;
+  cl_event *last_event = event ? event : trace ? &own_event : NULL;
+  clnorm_variant ran = {0};
+  clnorm_choice ran_why = CLNORM_CHOICE_HEURISTIC;
+  cl_event first = NULL;
   /* A variant whose kernel the driver refuses at launch for lack of resources (registers, local
    * or private memory) or for its work-group size gives way to the next one choose() finds,
    * which no longer offers it for this op, dtype and row class. A forced variant and any other
@@ -740,11 +759,18 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
         st = clnorm__fail(ctx, CLNORM_E_OPENCL, "%s; no other variant is left to try", launch_msg);
       break;
     }
-    if (ctx->log_info)
+    if (clnorm__log_level() >= CLNORM_LOG_INFO)
       log_choice(ctx, call, &v, why, again);
-    attempt a = {CL_SUCCESS, 0, NULL};
+    attempt a = {CL_SUCCESS, 0, NULL, trace, NULL};
     st = enqueue(ctx, queue, call, &v, prog, pending ? 1 : num_wait, pending ? &pending : wait_list,
-                 event, &a);
+                 last_event, &a);
+    if (st == CLNORM_OK) {
+      ran = v;
+      ran_why = why;
+      first = a.first;
+    } else if (a.first) {
+      clReleaseEvent(a.first);
+    }
     if (a.enqueued) {
       /* The failed attempt's first kernel ran after the wait list: waiting for it suffices. */
       if (pending)
@@ -761,32 +787,59 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
     snprintf(launch_msg, sizeof launch_msg, "%s", clnorm_ctx_errmsg(ctx));
     if (added_now == 1)
       added[n_added++] = a.key;
-    if (ctx->log_info) {
+    if (clnorm__log_level() >= CLNORM_LOG_WARN) {
       char text[128];
       clnorm_variant_format(&v, text, sizeof text);
-      fprintf(stderr,
-              "clnorm: %s %s rows=%zu cols=%zu: the %s variant %s failed at launch, falling back "
-              "(not chosen again for %s %s in this row class): %s\n",
-              clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols,
-              clnorm_choice_string(why), text, clnorm_op_name(call->op),
-              clnorm_dtype_name(call->dtype), clnorm_ctx_errmsg(ctx));
+      clnorm__log(CLNORM_LOG_WARN,
+                  "%s %s rows=%zu cols=%zu: the %s variant %s failed at launch, falling back "
+                  "(not chosen again for %s %s in this row class): %s",
+                  clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols,
+                  clnorm_choice_string(why), text, clnorm_op_name(call->op),
+                  clnorm_dtype_name(call->dtype), clnorm_ctx_errmsg(ctx));
     }
   }
   if (pending)
     clReleaseEvent(pending);
   if (st == CLNORM_OK) {
     clnorm__clear_error(ctx); /* the failures fallen back from are no failure of the call */
+    if (trace) {
+      /* the trace takes a reference of its own to the caller's event, and owns own_event */
+      cl_event last = *last_event;
+      if (event)
+        clRetainEvent(last);
+      if (!first) {
+        clRetainEvent(last);
+        first = last;
+      }
+      clnorm__trace_call(ctx, queue, call, &ran, ran_why, first, last);
+    }
     return st;
   }
   /* When no variant launches, the device rather than the variants is short of resources: the
    * failures are forgotten, so that later calls try the better variants again. */
   for (size_t i = 0; i < n_added; i++)
     unusable_remove(ctx, call, added[i]);
-  if (n_added && ctx->log_info)
-    fprintf(stderr,
-            "clnorm: no variant of %s %s rows=%zu cols=%zu launched; the launch failures "
-            "are not remembered\n",
-            clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols);
+  if (n_added)
+    clnorm__log(CLNORM_LOG_WARN,
+                "no variant of %s %s rows=%zu cols=%zu launched; the launch failures are not "
+                "remembered",
+                clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols);
+  return st;
+}
+
+clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                         const clnorm_variant *force, cl_uint num_wait, const cl_event *wait_list,
+                         cl_event *event) {
+  const clnorm_status st = run(ctx, queue, call, force, num_wait, wait_list, event);
+  if (st != CLNORM_OK && clnorm__log_level() >= CLNORM_LOG_ERROR) {
+    if (call && ctx)
+      clnorm__log(CLNORM_LOG_ERROR, "%s %s rows=%zu cols=%zu failed: %s: %s",
+                  clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols,
+                  clnorm_status_string(st), clnorm_ctx_errmsg(ctx));
+    else
+      clnorm__log(CLNORM_LOG_ERROR, "call failed: %s: %s", clnorm_status_string(st),
+                  clnorm_ctx_errmsg(ctx));
+  }
   return st;
 }
 
@@ -959,8 +1012,8 @@ clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *path) {
 size_t clnorm_ctx_tuned_count(const clnorm_ctx *ctx) {
   if (!ctx)
     return 0;
-  pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+  clnorm__mutex_lock((clnorm_mutex *)&ctx->lock);
   const size_t n = ctx->tuned_count;
-  pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+  clnorm__mutex_unlock((clnorm_mutex *)&ctx->lock);
   return n;
 }

@@ -5,7 +5,7 @@
 #include "clnorm.h"
 #include "clnorm_variant.h"
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -148,15 +148,14 @@ struct clnorm_ctx {
   cl_context context;
   cl_device_id device;
   clnorm_device_info info;
-  pthread_mutex_t lock; /* guards the program table and each program's free list */
-  pthread_cond_t built; /* signalled when a program's build ends */
+  clnorm_mutex lock; /* guards the program table and each program's free list */
+  clnorm_cond built; /* signalled when a program's build ends */
   clnorm_program *programs[CLNORM_PROGRAM_BUCKETS];
   clnorm_tuned *tuned; /* sorted by op, dtype, row class, cols; replaced whole under lock */
   size_t tuned_count;
   const clnorm_tuned *builtin; /* this device's shipped winners, sorted like tuned */
   size_t builtin_count;
   clnorm_tuned *builtin_own;
-  int log_info;                  /* CLNORM_LOG=info */
   uint64_t logged[CLNORM_LOGGED]; /* shape classes whose choice was logged (0: empty slot) */
   char *bincache_dir;             /* the program binary cache's directory; NULL: off */
   char *bincache_device;          /* the device and driver part of its keys */
@@ -170,7 +169,7 @@ struct clnorm_ctx {
 /* status.c: the thread's error message for a context. */
 clnorm_status clnorm__fail(const clnorm_ctx *ctx, clnorm_status status, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(CLNORM_PRINTF_FORMAT, 3, 4)))
 #endif
     ;
 void clnorm__clear_error(const clnorm_ctx *ctx);
@@ -189,6 +188,22 @@ const char *clnorm__cl_error_name(cl_int err);
       return clnorm__fail((ctx), CLNORM_E_OPENCL, "%s failed: %s (%d)", #call,                     \
                           clnorm__cl_error_name(check_cl_err_), (int)check_cl_err_);               \
   } while (0)
+
+/* log.c: the level in force (clnorm_get_log_level); a line at `level` when the level in force
+ * takes it (no "clnorm: " prefix, no newline). clnorm__log_reread_env: test-only, reads
+ * CLNORM_LOG again as on the first use, its warning included. */
+int clnorm__log_level(void);
+void clnorm__log(clnorm_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(CLNORM_PRINTF_FORMAT, 2, 3)))
+#endif
+    ;
+void clnorm__log_reread_env(void);
+/* The trace line of a call that was enqueued (clnorm.h, "Logging"): written when `last`
+ * completes, with the time from `first`'s start to `last`'s end where the queue profiles. Takes
+ * over one reference to each event (they may be the same event, referenced twice). */
+void clnorm__trace_call(const clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                        const clnorm_variant *v, clnorm_choice why, cl_event first, cl_event last);
 
 /* dispatch.c: test-only failure injection. The next `count` operations of `kind` on programs
  * matching `key` (CLNORM_FAULT_ANY: all), after `skip` of them, fail with `err`; count 0 disarms
@@ -256,7 +271,7 @@ void clnorm__programs_free(clnorm_ctx *ctx);
 uint64_t clnorm__kernel_hash(void);
 
 /* bincache.c: built programs kept on disk between processes (docs/API.md, "Files"). None of
- * these fails or prints, except the CLNORM_LOG=info log.
+ * these fails or prints, except the log (info and warn lines).
  * _init reads CLNORM_NO_BINARY_CACHE, CLNORM_BINARY_CACHE_DIR and the tuning database's path and
  * the device's identity into ctx (the cache is off when any is missing); _free releases them.
  * _load returns the program of (sources, options) built from its cached binary, or NULL (no

@@ -204,7 +204,7 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
   }
   const clnorm_variant *v = &normalized;
   const uint64_t key = clnorm__variant_key(op, dtype, v) | (split ? 1ull << 40 : 0);
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   clnorm_program *p = find(ctx, key);
   if (!p) {
     /* Claim the entry, then build without holding the lock: other programs build and run
@@ -216,22 +216,22 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
       p->options = dup_string(options);
     if (!p || !p->options) {
       free(p);
-      pthread_mutex_unlock(&ctx->lock);
+      clnorm__mutex_unlock(&ctx->lock);
       return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory building a program");
     }
     p->key = key;
     p->split = split;
     p->next = ctx->programs[key % CLNORM_PROGRAM_BUCKETS];
     ctx->programs[key % CLNORM_PROGRAM_BUCKETS] = p;
-    pthread_mutex_unlock(&ctx->lock);
+    clnorm__mutex_unlock(&ctx->lock);
     build(ctx, op, p, v);
-    pthread_mutex_lock(&ctx->lock);
+    clnorm__mutex_lock(&ctx->lock);
     p->ready = 1;
-    pthread_cond_broadcast(&ctx->built);
+    clnorm__cond_broadcast(&ctx->built);
   }
   while (!p->ready)
-    pthread_cond_wait(&ctx->built, &ctx->lock);
-  pthread_mutex_unlock(&ctx->lock);
+    clnorm__cond_wait(&ctx->built, &ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   if (p->status != CLNORM_OK)
     return clnorm__fail(ctx, p->status, "%s", p->log ? p->log : "program unavailable");
   *out = p;
@@ -240,13 +240,13 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
 
 clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op, int which,
                                   cl_kernel *out) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   if (prog->free_count[which] > 0) {
     *out = prog->free_kernels[which][--prog->free_count[which]];
-    pthread_mutex_unlock(&ctx->lock);
+    clnorm__mutex_unlock(&ctx->lock);
     return CLNORM_OK;
   }
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   cl_int err;
   const char *name = kernel_name(op, prog->split, which);
   *out = clCreateKernel(prog->program, name, &err);
@@ -257,12 +257,12 @@ clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_
 }
 
 void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   if (prog->free_count[which] == prog->free_cap[which]) {
     const size_t cap = prog->free_cap[which] ? 2 * prog->free_cap[which] : 4;
     cl_kernel *grown = realloc(prog->free_kernels[which], cap * sizeof *grown);
     if (!grown) {
-      pthread_mutex_unlock(&ctx->lock);
+      clnorm__mutex_unlock(&ctx->lock);
       clReleaseKernel(kernel);
       return;
     }
@@ -270,7 +270,7 @@ void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_ke
     prog->free_cap[which] = cap;
   }
   prog->free_kernels[which][prog->free_count[which]++] = kernel;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
 }
 
 void clnorm__programs_free(clnorm_ctx *ctx) {

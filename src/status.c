@@ -32,7 +32,7 @@ unsigned clnorm_version_number(void) { return CLNORM_VERSION_NUMBER; }
 
 /* The message belongs to the thread that made the failing call, so concurrent calls on one
  * context never see each other's text. */
-static _Thread_local struct {
+static CLNORM_THREAD_LOCAL struct {
   const clnorm_ctx *ctx;
   char text[4096];
 } last_error;

@@ -99,11 +99,11 @@ const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, 
 /* Replaces the tuned table (table: malloc'd, owned by ctx from now on). Readers copy what they
  * find under the lock, so nobody holds a pointer into the old one. */
 static void set_tuned(clnorm_ctx *ctx, clnorm_tuned *table, size_t count) {
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   clnorm_tuned *old = ctx->tuned;
   ctx->tuned = table;
   ctx->tuned_count = count;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   free(old);
 }
 
@@ -171,8 +171,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   if (stale_note[0] || dropped_note[0]) {
     clnorm__fail(ctx, CLNORM_OK, "%zu tuned results loaded from '%s'%s%s", count, path,
                  dropped_note, stale_note);
-    if (ctx->log_info)
-      fprintf(stderr, "clnorm: %s\n", clnorm_ctx_errmsg(ctx));
+    clnorm__log(CLNORM_LOG_WARN, "%s", clnorm_ctx_errmsg(ctx));
   }
   return CLNORM_OK;
 }

@@ -313,63 +313,8 @@ static void new_ops(void) {
   clReleaseMemObject(dbb);
 }
 
-/* What creating and destroying a context prints on stderr with CLNORM_LOG set to `value` (NULL:
- * unset), read back through a temporary file in place of fd 2. */
-static void stderr_of_ctx(const char *value, char *out, size_t size) {
-  if (value)
-    setenv("CLNORM_LOG", value, 1);
-  else
-    unsetenv("CLNORM_LOG");
-  fflush(stderr);
-  FILE *captured = tmpfile();
-  const int saved = dup(2);
-  if (!captured || saved < 0 || dup2(fileno(captured), 2) < 0) {
-    harness_fail("cannot capture stderr");
-    out[0] = '\0';
-    return;
-  }
-  clnorm_ctx *ctx = NULL;
-  if (clnorm_ctx_create(h.context, h.device, &ctx) != CLNORM_OK)
-    harness_fail("clnorm_ctx_create with CLNORM_LOG=%s failed", value ? value : "(unset)");
-  clnorm_ctx_destroy(ctx);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  rewind(captured);
-  const size_t n = fread(out, 1, size - 1, captured);
-  out[n] = '\0';
-  fclose(captured);
-  unsetenv("CLNORM_LOG");
-}
-
-/* CLNORM_LOG: info and debug in any case log; an unknown level says so once, on stderr; unset,
- * "0", "off" or "none", nothing is printed (issue 25: INFO was silently ignored). */
-static void log_levels(void) {
-  char out[8192];
-  static const char *const on[] = {"info", "INFO", "Debug"};
-  for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
-    stderr_of_ctx(on[i], out, sizeof out);
-    if (!strstr(out, "clnorm: "))
-      harness_fail("CLNORM_LOG=%s: no log on stderr", on[i]);
-  }
-  static const char *const off[] = {NULL, "", "0", "off", "NONE"};
-  for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
-    stderr_of_ctx(off[i], out, sizeof out);
-    if (out[0])
-      harness_fail("CLNORM_LOG=%s: the library printed \"%s\"", off[i] ? off[i] : "(unset)", out);
-  }
-  stderr_of_ctx("verbose", out, sizeof out);
-  if (!strstr(out, "CLNORM_LOG=verbose") || strchr(out, '\n') != out + strlen(out) - 1)
-    harness_fail("CLNORM_LOG=verbose: expected one line naming it, got \"%s\"", out);
-  stderr_of_ctx("verbose", out, sizeof out);
-  if (out[0])
-    harness_fail("CLNORM_LOG=verbose, a second context: warned again: \"%s\"", out);
-  printf("  ok: CLNORM_LOG levels\n");
-}
-
 int main(void) {
   harness_open(&h, "test_args");
-  log_levels();
   float x[ROWS * COLS];
   clnorm_rng rng;
   clnorm_rng_seed(&rng, 3);

@@ -90,11 +90,11 @@ static clnorm_ctx *tuned_ctx(const oc_case *c, const clnorm_variant *v) {
   if (!t)
     exit(1);
   *t = (clnorm_tuned){c->op, c->dtype, c->cols, clnorm__row_class(c->rows), *v};
-  pthread_mutex_lock(&ctx->lock);
+  clnorm__mutex_lock(&ctx->lock);
   free(ctx->tuned);
   ctx->tuned = t;
   ctx->tuned_count = 1;
-  pthread_mutex_unlock(&ctx->lock);
+  clnorm__mutex_unlock(&ctx->lock);
   return ctx;
 }
 

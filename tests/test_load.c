@@ -96,13 +96,13 @@ static size_t pick(clnorm_rng *rng, size_t n) { return (size_t)(clnorm_rng_next(
  * on to by design, printed beside RSS (tests may read internal.h). */
 static void cache_size(size_t *programs, size_t *kernels) {
   *programs = *kernels = 0;
-  pthread_mutex_lock(&h.ctx->lock);
+  clnorm__mutex_lock(&h.ctx->lock);
   for (size_t b = 0; b < CLNORM_PROGRAM_BUCKETS; b++)
     for (const clnorm_program *p = h.ctx->programs[b]; p; p = p->next) {
       ++*programs;
       *kernels += p->free_count[0] + p->free_count[1];
     }
-  pthread_mutex_unlock(&h.ctx->lock);
+  clnorm__mutex_unlock(&h.ctx->lock);
 }
 
 /* A random case: see the top. */

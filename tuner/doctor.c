@@ -81,30 +81,47 @@ static void icd_file(doctor *d, const char *path) {
   }
 }
 
-/* The .icd files of a directory, sorted as the loaders read them. */
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .icd files of a directory, sorted as the loaders read them (opendir and qsort rather than
+ * scandir, which Windows' C runtime lacks). */
 static size_t icd_dir(doctor *d, const char *dir) {
-  struct dirent **names = NULL;
-  const int n = scandir(dir, &names, NULL, alphasort);
-  size_t icds = 0;
-  if (n < 0) {
+  DIR *listing = opendir(dir);
+  if (!listing) {
     printf("    %s: cannot list (%s)\n", dir, strerror(errno));
     return 0;
   }
-  for (int i = 0; i < n; i++) {
-    const char *name = names[i]->d_name;
-    const size_t len = strlen(name);
-    if (len > 4 && strcmp(name + len - 4, ".icd") == 0) {
-      char path[4200];
-      snprintf(path, sizeof path, "%s/%s", dir, name);
-      icd_file(d, path);
-      icds++;
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(listing));) {
+    const size_t len = strlen(e->d_name);
+    if (len <= 4 || strcmp(e->d_name + len - 4, ".icd") != 0)
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      char **grown = realloc(names, cap * sizeof *names);
+      if (!grown)
+        break;
+      names = grown;
     }
+    if ((names[n] = malloc(len + 1)))
+      memcpy(names[n++], e->d_name, len + 1);
+  }
+  closedir(listing);
+  if (n)
+    qsort(names, n, sizeof *names, name_cmp);
+  for (size_t i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    icd_file(d, path);
     free(names[i]);
   }
   free(names);
-  if (icds == 0)
+  if (n == 0)
     printf("    %s: no .icd file\n", dir);
-  return icds;
+  return n;
 }
 
 /* As ocl-icd reads them (the Khronos loader reads a directory OCL_ICD_VENDORS the same way):

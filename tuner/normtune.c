@@ -10,7 +10,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <pthread.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1153,35 +1152,34 @@ typedef struct parallel {
   void (*fn)(void *user, size_t i);
   void *user;
   size_t n, next;
-  pthread_mutex_t lock;
+  clnorm_mutex lock;
 } parallel;
 
-static void *parallel_worker(void *arg) {
+static void parallel_worker(void *arg) {
   parallel *p = arg;
   for (;;) {
-    pthread_mutex_lock(&p->lock);
+    clnorm__mutex_lock(&p->lock);
     const size_t i = p->next++;
-    pthread_mutex_unlock(&p->lock);
+    clnorm__mutex_unlock(&p->lock);
     if (i >= p->n || interrupted)
-      return NULL;
+      return;
     p->fn(p->user, i);
   }
 }
 
 static void parallel_for(size_t n, void (*fn)(void *user, size_t i), void *user) {
-  parallel p = {fn, user, n, 0, PTHREAD_MUTEX_INITIALIZER};
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t threads = cpus > 1 ? (size_t)cpus : 1;
+  parallel p = {fn, user, n, 0, CLNORM_MUTEX_INIT};
+  size_t threads = clnorm__cpu_count();
   threads = threads > 16 ? 16 : threads;
-  pthread_t tid[16];
+  clnorm_thread tid[16];
   size_t started = 0;
   for (size_t t = 0; t < threads; t++)
-    if (pthread_create(&tid[t], NULL, parallel_worker, &p) == 0)
+    if (clnorm__thread_create(&tid[started], parallel_worker, &p) == 0)
       started++;
   if (started == 0)
     parallel_worker(&p);
   for (size_t t = 0; t < started; t++)
-    pthread_join(tid[t], NULL);
+    clnorm__thread_join(tid[t]);
 }
 
 /* ---- the search ------------------------------------------------------------------------- */
@@ -1631,7 +1629,7 @@ static size_t mask_dtypes(unsigned mask, clnorm_dtype *out) {
  * by the user (0 included) is left as it is. */
 static void no_candidate_cache(void) {
   if (!getenv("CLNORM_NO_BINARY_CACHE"))
-    setenv("CLNORM_NO_BINARY_CACHE", "1", 1);
+    clnorm__setenv("CLNORM_NO_BINARY_CACHE", "1");
 }
 
 static int cmd_tune(const options *o) {

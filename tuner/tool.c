@@ -1,6 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tool.h"
 
+#include "platform.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,11 +330,7 @@ double tool_op_bytes(const clnorm_call *call) {
   return bytes;
 }
 
-double tool_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+double tool_now(void) { return clnorm__now_seconds(); }
 
 void tool_json_string(const char *s) {
   putchar('"');
