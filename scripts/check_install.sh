@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # clnorm as its users get it. Builds with warnings as errors, installs into a temporary prefix and
 # moves the build tree away; checks the installed files (headers, libclnorm.so with its SONAME,
-# libclnorm.a, normtune, the CMake package, clnorm.pc, LICENSE and NOTICE, the licence named in
-# clnorm.pc and the CMake package); then builds a copy of examples/ outside the
+# libclnorm.a, normtune and normtune.1, the CMake package, clnorm.pc, LICENSE and NOTICE, the
+# licence named in clnorm.pc and the CMake package); then builds a copy of examples/ outside the
 # tree against that prefix, once through find_package(clnorm) with CMAKE_PREFIX_PATH and once
 # through pkg-config with PKG_CONFIG_PATH, each against the shared and the static library, and
 # runs every program on the default OpenCL device. Exits non-zero at the first failure.
@@ -71,7 +71,7 @@ if [ -z "$so" ] || [ "$(wc -l <<<"$so")" != 1 ]; then
   fail "not one libclnorm.so.$version under $prefix: ${so:-none}"
 fi
 libdir=$(dirname "$so")
-for f in include/clnorm.h include/clnorm_variant.h bin/normtune; do
+for f in include/clnorm.h include/clnorm_variant.h bin/normtune share/man/man1/normtune.1; do
   [ -f "$prefix/$f" ] || fail "$prefix/$f is missing"
 done
 for f in libclnorm.a cmake/clnorm/clnormConfig.cmake cmake/clnorm/clnormConfigVersion.cmake \
@@ -79,7 +79,7 @@ for f in libclnorm.a cmake/clnorm/clnormConfig.cmake cmake/clnorm/clnormConfigVe
          pkgconfig/clnorm.pc; do
   [ -f "$libdir/$f" ] || fail "$libdir/$f is missing"
 done
-ok "headers, libclnorm.a, normtune, CMake package and clnorm.pc in $prefix"
+ok "headers, libclnorm.a, normtune and its man page, CMake package and clnorm.pc in $prefix"
 for f in LICENSE NOTICE; do
   cmp -s "$source_dir/$f" "$prefix/share/doc/clnorm/$f" ||
     fail "$prefix/share/doc/clnorm/$f is missing or differs from the source tree's $f"
