@@ -1,4 +1,5 @@
 /* The README's minimal example: LayerNorm over a 4 x 8 matrix on the first OpenCL device. */
+#define CL_TARGET_OPENCL_VERSION 120 /* this program's OpenCL API: clnorm.h leaves it open */
 #include <clnorm.h>
 
 #include <stdio.h>

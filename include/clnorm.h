@@ -6,10 +6,19 @@
 #ifndef CLNORM_H
 #define CLNORM_H
 
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
+/* <CL/cl.h> declares what the application's own CL_TARGET_OPENCL_VERSION, defined before this
+ * header, asks for: clnorm needs only OpenCL 1.2 and must not narrow or widen the application's
+ * API. Without a definition the Khronos headers take their newest version and say so in a
+ * #pragma message, which clang reports as a warning; it is silenced here so that a build with
+ * -Werror=#pragma-messages does not fail on a header it did not write. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-W#pragma-messages"
 #endif
 #include <CL/cl.h>
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 #include <stddef.h>
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # clnorm as its users get it. Builds with warnings as errors, installs into a temporary prefix and
 # moves the build tree away; checks the installed files (headers, libclnorm.so with its SONAME,
-# libclnorm.a, normtune, the CMake package, clnorm.pc); then builds a copy of examples/ outside the
+# libclnorm.a, normtune and normtune.1, the CMake package, clnorm.pc, LICENSE and NOTICE, the
+# licence named in clnorm.pc and the CMake package); then builds a copy of examples/ outside the
 # tree against that prefix, once through find_package(clnorm) with CMAKE_PREFIX_PATH and once
 # through pkg-config with PKG_CONFIG_PATH, each against the shared and the static library, and
 # runs every program on the default OpenCL device. Exits non-zero at the first failure.
@@ -70,7 +71,7 @@ if [ -z "$so" ] || [ "$(wc -l <<<"$so")" != 1 ]; then
   fail "not one libclnorm.so.$version under $prefix: ${so:-none}"
 fi
 libdir=$(dirname "$so")
-for f in include/clnorm.h include/clnorm_variant.h bin/normtune; do
+for f in include/clnorm.h include/clnorm_variant.h bin/normtune share/man/man1/normtune.1; do
   [ -f "$prefix/$f" ] || fail "$prefix/$f is missing"
 done
 for f in libclnorm.a cmake/clnorm/clnormConfig.cmake cmake/clnorm/clnormConfigVersion.cmake \
@@ -78,7 +79,14 @@ for f in libclnorm.a cmake/clnorm/clnormConfig.cmake cmake/clnorm/clnormConfigVe
          pkgconfig/clnorm.pc; do
   [ -f "$libdir/$f" ] || fail "$libdir/$f is missing"
 done
-ok "headers, libclnorm.a, normtune, CMake package and clnorm.pc in $prefix"
+ok "headers, libclnorm.a, normtune and its man page, CMake package and clnorm.pc in $prefix"
+for f in LICENSE NOTICE; do
+  cmp -s "$source_dir/$f" "$prefix/share/doc/clnorm/$f" ||
+    fail "$prefix/share/doc/clnorm/$f is missing or differs from the source tree's $f"
+done
+grep -qx 'License: Apache-2.0' "$libdir/pkgconfig/clnorm.pc" ||
+  fail "clnorm.pc does not name the licence (License: Apache-2.0)"
+ok "LICENSE and NOTICE in $prefix/share/doc/clnorm; clnorm.pc says License: Apache-2.0"
 [ "$(readlink "$libdir/libclnorm.so.$major")" = "libclnorm.so.$version" ] ||
   fail "libclnorm.so.$major does not link to libclnorm.so.$version"
 [ "$(readlink "$libdir/libclnorm.so")" = "libclnorm.so.$major" ] ||
@@ -145,6 +153,19 @@ found=$(sed -n 's/^clnorm_DIR:PATH=//p' "$work/example-cmake/CMakeCache.txt")
 [ "$found" = "$libdir/cmake/clnorm" ] ||
   fail "find_package(clnorm) found '$found', not $libdir/cmake/clnorm"
 ok "clnorm_DIR=$found"
+mkdir -p "$work/licence-src"
+cat >"$work/licence-src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(clnorm_licence LANGUAGES C)
+find_package(clnorm REQUIRED)
+file(WRITE "${CMAKE_BINARY_DIR}/licence.txt" "${clnorm_LICENSE} ${clnorm_LICENSE_FILE}")
+CMAKE
+quiet "find_package(clnorm) for its licence" cmake -S "$work/licence-src" -B "$work/licence-build"
+licence=$(cat "$work/licence-build/licence.txt")
+[ "$licence" = "Apache-2.0 $prefix/share/doc/clnorm/LICENSE" ] ||
+  fail "find_package(clnorm): clnorm_LICENSE and clnorm_LICENSE_FILE are '$licence', not" \
+    "'Apache-2.0 $prefix/share/doc/clnorm/LICENSE'"
+ok "find_package(clnorm): clnorm_LICENSE and clnorm_LICENSE_FILE: $licence"
 quiet "build the example (CMake)" cmake --build "$work/example-cmake" -j"$(nproc)"
 check_loads_installed "$work/example-cmake/transformer_block"
 for exe in transformer_block transformer_block_static minimal minimal_static; do

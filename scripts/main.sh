@@ -38,5 +38,5 @@ echo "== normtune tune (budget ${BUDGET:-60} s) into $db"
   --cols 768,4096,65536 --rows 256,4096 --budget "${BUDGET:-60}" --quiet
 echo
 echo "== normtune bench"
-"$build/normtune" bench ${device_args[@]+"${device_args[@]}"} --db "$db" --cols 4096,65536 \
-  --rows 4096,256
+"$build/normtune" bench ${device_args[@]+"${device_args[@]}"} --db "$db" --cols 768,4096,65536 \
+  --rows 256

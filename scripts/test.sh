@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# Set-up, a build with warnings as errors, and the whole test suite on the OpenCL devices found
-# (PoCL at least). Fails when no OpenCL platform is found: the tests never pass by skipping.
-#   bash scripts/test.sh                  # everything
-#   bash scripts/test.sh -L unit          # further arguments go to ctest
+# Set-up, a build with warnings as errors, and the tests on the OpenCL devices found (PoCL at
+# least): the quick set by default (ctest -L quick), every test with --full. Fails when no OpenCL
+# platform is found: the tests never pass by skipping.
+#   bash scripts/test.sh                  # the quick set: minutes
+#   bash scripts/test.sh --full           # every test (what .ci/run runs)
+#   bash scripts/test.sh -L unit          # further arguments go to ctest; a selection of its
+#                                         # own (-L, -LE, -R, -E, -I) replaces -L quick
 #   BUILD_DIR=/tmp/b CLNORM_TEST_DEVICE=gpu bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+select=(-L quick)
+if [[ ${1:-} == --full ]]; then
+  select=()
+  shift
+fi
+for arg in "$@" ${CTEST_ARGS:-}; do
+  case $arg in
+    -L* | -R* | -E* | -I* | --label-* | --tests-*) select=() ;;
+  esac
+done
 bash scripts/deps.sh
 build=${BUILD_DIR:-build-test}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLNORM_WERROR=ON >/dev/null
@@ -22,4 +35,5 @@ echo "$devices"
 case $build in /*) cache=$build/binary-cache ;; *) cache=$(pwd)/$build/binary-cache ;; esac
 export CLNORM_BINARY_CACHE_DIR=${CLNORM_BINARY_CACHE_DIR:-$cache}
 # shellcheck disable=SC2086 # CTEST_ARGS is a list of words
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${CTEST_ARGS:-} "$@"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${select[@]+"${select[@]}"} \
+  ${CTEST_ARGS:-} "$@"

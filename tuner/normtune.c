@@ -10,9 +10,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,23 +73,52 @@ typedef struct options {
   double fraction;    /* random / anneal: share of the candidates to evaluate */
   unsigned long seed; /* random / anneal */
   int json, quiet;
+  unsigned given; /* OPT_* bits of the options on the command line */
 } options;
+
+/* Every option, as a bit: each command says which it takes (command_options). */
+enum {
+  OPT_DEVICE = 1u << 0,
+  OPT_DB = 1u << 1,
+  OPT_OUT = 1u << 2,
+  OPT_STRATEGY = 1u << 3,
+  OPT_OPS = 1u << 4,
+  OPT_DTYPES = 1u << 5,
+  OPT_COLS = 1u << 6,
+  OPT_ROWS = 1u << 7,
+  OPT_GRID = 1u << 8,
+  OPT_C_TABLE = 1u << 9,
+  OPT_BUDGET = 1u << 10,
+  OPT_FRACTION = 1u << 11,
+  OPT_SEED = 1u << 12,
+  OPT_JSON = 1u << 13,
+  OPT_QUIET = 1u << 14,
+  OPT_FILE = 1u << 15, /* the FILE argument of export and import */
+};
+static const char *const option_names[] = {
+    "--device", "--db",      "--out",    "--strategy", "--ops",  "--dtypes", "--cols",  "--rows",
+    "--grid",   "--c-table", "--budget", "--fraction", "--seed", "--json",   "--quiet", "FILE"};
+
+/* A count: decimal digits only, at least 1, at most max. */
+static int parse_count(const char *text, char **end, unsigned long long max,
+                       unsigned long long *out) {
+  return tool_parse_uint(text, end, out) && *out >= 1 && *out <= max;
+}
 
 static size_t parse_list(const char *text, size_t *out, size_t cap, const char *what) {
   size_t n = 0;
   const char *p = text;
-  while (*p) {
+  do {
     char *end;
-    errno = 0;
-    const unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno || v == 0 || (*end && *end != ','))
+    unsigned long long v;
+    if (!parse_count(p, &end, SIZE_MAX, &v) || (*end && (*end != ',' || !end[1])))
       die(EXIT_USAGE, "%s: \"%s\" is not a list of positive integers (e.g. 768,4096)", what,
           text);
     if (n == cap)
       die(EXIT_USAGE, "%s: at most %zu values", what, cap);
     out[n++] = (size_t)v;
     p = *end ? end + 1 : end;
-  }
+  } while (*p);
   return n;
 }
 
@@ -128,16 +160,11 @@ static void parse_grid(const char *text, options *o) {
     return;
   }
   const char *p = text;
-  while (*p) {
+  do {
     char *end;
-    errno = 0;
-    const unsigned long long rows = strtoull(p, &end, 10);
-    if (end == p || errno || rows == 0 || *end != 'x')
-      die(EXIT_USAGE, "--grid: \"%s\" is neither gpu nor a list ROWSxCOLS,... (e.g. 64x1024)",
-          text);
-    p = end + 1;
-    const unsigned long long cols = strtoull(p, &end, 10);
-    if (end == p || errno || cols == 0 || (*end && *end != ','))
+    unsigned long long rows, cols;
+    if (!parse_count(p, &end, SIZE_MAX, &rows) || *end != 'x' ||
+        !parse_count(end + 1, &end, SIZE_MAX, &cols) || (*end && (*end != ',' || !end[1])))
       die(EXIT_USAGE, "--grid: \"%s\" is neither gpu nor a list ROWSxCOLS,... (e.g. 64x1024)",
           text);
     if (o->ngrid == MAX_GRID)
@@ -145,9 +172,19 @@ static void parse_grid(const char *text, options *o) {
     o->grid_rows[o->ngrid] = (size_t)rows;
     o->grid_cols[o->ngrid++] = (size_t)cols;
     p = *end ? end + 1 : end;
-  }
-  if (o->ngrid == 0)
-    die(EXIT_USAGE, "--grid: no shape given");
+  } while (*p);
+}
+
+/* A number of seconds or a share: finite, nothing after it. */
+static double parse_real(const char *name, const char *text, double above, double at_most,
+                         const char *expect) {
+  char *end;
+  errno = 0;
+  const double v = strtod(text, &end);
+  if (end == text || *end || errno || !isfinite(v) || !(v > above && v <= at_most) ||
+      isspace((unsigned char)text[0]))
+    die(EXIT_USAGE, "%s: \"%s\" is not %s", name, text, expect);
+  return v;
 }
 
 static void parse_options(int argc, char **argv, int first, options *o) {
@@ -158,54 +195,138 @@ static void parse_options(int argc, char **argv, int first, options *o) {
   for (int i = first; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define TAKE(name)                                                                                 \
-  (strcmp(a, name) == 0 && (v ? 1 : (die(EXIT_USAGE, "%s needs a value", name), 0)) && ++i)
-    if (TAKE("--device"))
-      o->device = v;
-    else if (TAKE("--db"))
-      o->db = v;
-    else if (TAKE("--out"))
-      o->out = v;
-    else if (TAKE("--strategy"))
-      o->strategy = v;
-    else if (TAKE("--ops"))
-      o->ops = parse_names(v, op_name_at, CLNORM_OP_COUNT, "--ops");
-    else if (TAKE("--dtypes"))
-      o->dtypes = parse_names(v, dtype_name_at, DTYPE_COUNT, "--dtypes");
-    else if (TAKE("--cols"))
-      o->ncols = parse_list(v, o->cols, 64, "--cols");
-    else if (TAKE("--rows"))
-      o->nrows = parse_list(v, o->rows, 64, "--rows");
-    else if (TAKE("--grid"))
-      parse_grid(v, o);
-    else if (TAKE("--c-table"))
-      o->c_table = v;
-    else if (TAKE("--budget")) {
-      char *end;
-      o->budget = strtod(v, &end);
-      if (*end || !(o->budget > 0))
-        die(EXIT_USAGE, "--budget: \"%s\" is not a positive number of seconds", v);
-    } else if (TAKE("--fraction")) {
-      char *end;
-      o->fraction = strtod(v, &end);
-      if (*end || !(o->fraction > 0 && o->fraction <= 1))
-        die(EXIT_USAGE, "--fraction: \"%s\" is not in (0, 1]", v);
-    } else if (TAKE("--seed"))
-      o->seed = strtoul(v, NULL, 10);
-    else if (strcmp(a, "--json") == 0)
-      o->json = 1;
-    else if (strcmp(a, "--quiet") == 0)
-      o->quiet = 1;
-    else if ((a[0] != '-' || strcmp(a, "-") == 0) && !o->file) /* "-": standard in/out */
+    unsigned bit = 0;
+    for (size_t k = 0; k + 1 < sizeof option_names / sizeof option_names[0]; k++)
+      if (strcmp(a, option_names[k]) == 0)
+        bit = 1u << k;
+    if (!bit && (a[0] != '-' || strcmp(a, "-") == 0) && !o->file) { /* "-": standard in/out */
       o->file = a;
-    else
+      o->given |= OPT_FILE;
+      continue;
+    }
+    if (!bit)
       die(EXIT_USAGE, "unknown argument \"%s\" (see normtune --help)", a);
-#undef TAKE
+    o->given |= bit;
+    if (bit == OPT_JSON) {
+      o->json = 1;
+      continue;
+    }
+    if (bit == OPT_QUIET) {
+      o->quiet = 1;
+      continue;
+    }
+    if (!v)
+      die(EXIT_USAGE, "%s needs a value", a);
+    i++;
+    switch (bit) {
+    case OPT_DEVICE: {
+      /* an index must be one: "-1" or an index past 2^64 is no device name either */
+      char *end;
+      unsigned long long index;
+      if (((v[0] == '-' || v[0] == '+') && isdigit((unsigned char)v[1])) ||
+          (isdigit((unsigned char)v[0]) && strspn(v, "0123456789") == strlen(v) &&
+           !tool_parse_uint(v, &end, &index)))
+        die(EXIT_USAGE,
+            "--device: \"%s\" is not an index of `normtune devices`, gpu, cpu or a "
+            "part of a device name",
+            v);
+      o->device = v;
+      break;
+    }
+    case OPT_DB:
+      o->db = v;
+      break;
+    case OPT_OUT:
+      o->out = v;
+      break;
+    case OPT_STRATEGY:
+      o->strategy = v;
+      break;
+    case OPT_OPS:
+      o->ops = parse_names(v, op_name_at, CLNORM_OP_COUNT, "--ops");
+      break;
+    case OPT_DTYPES:
+      o->dtypes = parse_names(v, dtype_name_at, DTYPE_COUNT, "--dtypes");
+      break;
+    case OPT_COLS:
+      o->ncols = parse_list(v, o->cols, 64, "--cols");
+      break;
+    case OPT_ROWS:
+      o->nrows = parse_list(v, o->rows, 64, "--rows");
+      break;
+    case OPT_GRID:
+      parse_grid(v, o);
+      break;
+    case OPT_C_TABLE:
+      o->c_table = v;
+      break;
+    case OPT_BUDGET:
+      o->budget = parse_real("--budget", v, 0.0, 1e9, "a positive number of seconds");
+      break;
+    case OPT_FRACTION:
+      o->fraction = parse_real("--fraction", v, 0.0, 1.0, "in (0, 1]");
+      break;
+    case OPT_SEED: {
+      char *end;
+      unsigned long long seed;
+      if (!tool_parse_uint(v, &end, &seed) || *end || seed > ULONG_MAX)
+        die(EXIT_USAGE, "--seed: \"%s\" is not an integer from 0 to %lu", v, ULONG_MAX);
+      o->seed = (unsigned long)seed;
+      break;
+    }
+    }
   }
   if (strcmp(o->strategy, "exhaustive") != 0 && strcmp(o->strategy, "random") != 0 &&
       strcmp(o->strategy, "anneal") != 0)
     die(EXIT_USAGE, "--strategy: unknown value \"%s\" (known: exhaustive, random, anneal)",
         o->strategy);
+}
+
+/* The options each command takes; any other is a usage error. */
+static unsigned command_options(const char *cmd, const options *o) {
+  const unsigned select = OPT_DEVICE | OPT_DB | OPT_OPS | OPT_DTYPES;
+  if (strcmp(cmd, "tune") == 0)
+    return select | OPT_COLS | OPT_ROWS | OPT_BUDGET | OPT_STRATEGY | OPT_QUIET |
+           (strcmp(o->strategy, "exhaustive") != 0 ? OPT_FRACTION | OPT_SEED : 0);
+  if (strcmp(cmd, "show") == 0)
+    return OPT_DB | OPT_DEVICE | (o->given & OPT_C_TABLE ? OPT_C_TABLE : OPT_JSON);
+  if (strcmp(cmd, "bench") == 0)
+    return select | OPT_JSON | (o->given & OPT_GRID ? OPT_GRID | OPT_QUIET : OPT_COLS | OPT_ROWS);
+  if (strcmp(cmd, "report") == 0)
+    return OPT_OUT | OPT_DB | OPT_QUIET;
+  if (strcmp(cmd, "doctor") == 0)
+    return OPT_DB;
+  if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0)
+    return OPT_FILE | OPT_DB;
+  if (strcmp(cmd, "strategies") == 0)
+    return select;
+  return 0; /* devices */
+}
+
+/* Refuses an option the command does not take, saying why where the reason is another option. */
+static void check_command_options(const char *cmd, const options *o) {
+  const unsigned extra = o->given & ~command_options(cmd, o);
+  if (!extra)
+    return;
+  unsigned k = 0;
+  while (!(extra & (1u << k)))
+    k++;
+  const unsigned bit = 1u << k;
+  if (bit == OPT_FILE)
+    die(EXIT_USAGE, "unexpected argument \"%s\": %s takes no FILE (see normtune help %s)", o->file,
+        cmd, cmd);
+  if (strcmp(cmd, "tune") == 0 && (bit == OPT_FRACTION || bit == OPT_SEED))
+    die(EXIT_USAGE,
+        "%s applies to --strategy random and anneal, not exhaustive (every "
+        "candidate)",
+        option_names[k]);
+  if (strcmp(cmd, "show") == 0 && (bit == OPT_JSON || bit == OPT_C_TABLE))
+    die(EXIT_USAGE, "show takes --json or --c-table, not both");
+  if (strcmp(cmd, "bench") == 0 && o->given & OPT_GRID && (bit == OPT_COLS || bit == OPT_ROWS))
+    die(EXIT_USAGE, "bench --grid takes its shapes from --grid, not from %s", option_names[k]);
+  if (strcmp(cmd, "bench") == 0 && bit == OPT_QUIET)
+    die(EXIT_USAGE, "--quiet belongs to bench --grid (bench without it prints no progress)");
+  die(EXIT_USAGE, "%s does not take %s (see normtune help %s)", cmd, option_names[k], cmd);
 }
 
 /* The most variants any op and dtype has on this device: room for one list. */
@@ -1680,14 +1801,20 @@ static int cmd_tune(const options *o) {
   printf("normtune: tuning %s (%s) into %s: %zu shapes, strategy %s%s\n", s.dev.name,
          s.dev.platform_name, path, se.shape_count, o->strategy,
          o->budget > 0 ? ", with a time budget" : "");
+  const double copy_start = tool_now();
   const double copy_gbps = record_copy(&s, db, 0.0);
-  size_t tuned = 0, skipped = 0;
+  const double copy_seconds = tool_now() - copy_start;
+  /* resumed: shapes whose every candidate was read back from the database */
+  size_t tuned = 0, skipped = 0, resumed = 0;
+  int budget_out = 0;
   for (size_t a = 0; a < nops; a++)
     for (size_t d = 0; d < ndtypes; d++)
       for (size_t ci = 0; ci < ncols; ci++)
         for (size_t ri = 0; ri < nrows; ri++, se.shape_index++) {
-          if (out_of_time(&se))
+          if (out_of_time(&se)) {
+            budget_out = !interrupted;
             goto done;
+          }
           shape sh;
           char why[512];
           if (!shape_init(&s, &sh, ops[a], dtypes[d], rows[ri], cols[ci], NULL, 1, why,
@@ -1756,6 +1883,7 @@ static int cmd_tune(const options *o) {
             else if (!o->quiet)
               printf("%s\n", line);
             tuned++;
+            resumed += se.measured == 0;
           }
           shape_free(&sh);
         }
@@ -1764,8 +1892,18 @@ done:
     record_copy(&s, db, copy_gbps);
   if (se.tty)
     fprintf(stderr, "\n");
-  printf("normtune: %zu shapes tuned, %zu skipped, %zu evaluations in %.1f s; results in %s\n",
-         tuned, skipped, se.total_evals, tool_now() - se.run_start, path);
+  printf("normtune: %zu shapes tuned, %zu skipped, %zu evaluations in %.1f s (shapes: %zu "
+         "measured by this run, %zu read back from the database); results in %s\n",
+         tuned, skipped, se.total_evals, tool_now() - se.run_start, tuned - resumed, resumed, path);
+  if (budget_out && tuned == resumed)
+    printf("normtune: the --budget of %g s ran out before this run measured anything (%zu of "
+           "%zu shapes not reached; the copy bandwidth took %.1f s of it): give a larger "
+           "--budget\n",
+           o->budget, se.shape_count - se.shape_index, se.shape_count, copy_seconds);
+  else if (budget_out)
+    printf("normtune: the --budget of %g s ran out with %zu of %zu shapes not reached: the same "
+           "command goes on from the results stored\n",
+           o->budget, se.shape_count - se.shape_index, se.shape_count);
   free(all);
   free(cand);
   writing_db = NULL;
@@ -1801,7 +1939,8 @@ static int cmd_devices(void) {
                                        : "ACC",
            devs[i].platform_name, devs[i].name, cu, version);
   }
-  printf("select with --device INDEX or --device NAME (a case-insensitive part of the name)\n");
+  printf("select with --device INDEX, --device gpu or cpu (the first of that type), or --device "
+         "NAME (a case-insensitive part of the name)\n");
   return 0;
 }
 
@@ -1832,8 +1971,9 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
                     int winner) {
   show_state *st = user;
   (void)winner;
-  char text[128];
+  char text[128], range[64];
   clnorm_variant_format(&r->variant, text, sizeof text);
+  report_row_range(r->row_class, range, sizeof range);
   if (st->c_table) { /* a line of src/builtin_table.h, with the figure it was chosen on */
     /* the enumerators are the library's names in capitals: CLNORM_OP_ADD_RMSNORM, CLNORM_BF16 */
     char op[32], dtype[8];
@@ -1841,11 +1981,11 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
     upper_copy(dtype, sizeof dtype, clnorm_dtype_name(r->dtype));
     static const char *const reduce[] = {"LOCAL", "SUBGROUP", "NVSHFL"};
     printf("{\"%s\", {CLNORM_OP_%s, CLNORM_%s, %llu, %u, {%u, %u, %u, %u, CLNORM_REDUCE_%s, "
-           "CLNORM_STATS_%s}}}, /* %.1f GB/s at %llu rows */\n",
+           "CLNORM_STATS_%s}}}, /* %.1f GB/s at %llu rows (row class %s) */\n",
            st->c_table, op, dtype, (unsigned long long)r->cols, r->row_class, r->variant.wg,
            r->variant.tpr, r->variant.vec, r->variant.hold, reduce[r->variant.reduce],
            r->variant.stats == CLNORM_STATS_TWOPASS ? "TWOPASS" : "WELFORD", r->gbps,
-           (unsigned long long)r->rows);
+           (unsigned long long)r->rows, range);
     return 0;
   }
   if (st->json) {
@@ -1862,20 +2002,20 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
     json_number("%.1f", r->gbps);
     printf(", \"max_err\": ");
     json_number("%.3g", r->max_err);
-    putchar('}');
+    printf(", \"row_range\": \"%s\"}", range);
     st->first = 0;
     return 0;
   }
   if (strcmp(st->last_name, dev->name) != 0 || strcmp(st->last_driver, dev->driver_version) != 0) {
     printf("\n%s (driver %s, %s)\n", dev->name, dev->driver_version, dev->cl_version);
-    printf("  %-13s %-5s %8s %5s %8s %10s %9s  %s\n", "op", "dtype", "cols", "class", "rows",
+    printf("  %-13s %-5s %8s %-10s %8s %10s %9s  %s\n", "op", "dtype", "cols", "row class", "rows",
            "median_us", "GB/s", "variant");
     snprintf(st->last_name, sizeof st->last_name, "%s", dev->name);
     snprintf(st->last_driver, sizeof st->last_driver, "%s", dev->driver_version);
   }
-  printf("  %-13s %-5s %8llu %5u %8llu %10.2f %9.1f  %s\n", op_name(r->op), dtype_name(r->dtype),
-         (unsigned long long)r->cols, r->row_class, (unsigned long long)r->rows,
-         r->median_s * 1e6, r->gbps, text);
+  printf("  %-13s %-5s %8llu %-10s %8llu %10.2f %9.1f  %s\n", op_name(r->op), dtype_name(r->dtype),
+         (unsigned long long)r->cols, range, (unsigned long long)r->rows, r->median_s * 1e6,
+         r->gbps, text);
   return 0;
 }
 
@@ -1925,22 +2065,52 @@ static int cmd_show(const options *o) {
   return 0;
 }
 
-/* Times one call with a given (or the dispatcher's) variant; verifies it first. Negative on
- * failure. */
-static double bench_one(session *s, shape *sh, const clnorm_variant *v, errors *e) {
-  if (verify(s, sh, v, e) != CLNORM_OK)
-    return -1.0;
-  timing t;
-  if (time_variant(s, sh, v, 0, &t) != CLNORM_OK)
-    return -1.0;
-  return t.median;
+/* bench without --grid: each variant timed in BENCH_ROUNDS rounds, the dispatcher's choice and
+ * the heuristic's in alternation, so that a busy device slows both alike; the spread of the
+ * rounds shows how far one figure can be trusted. */
+#define BENCH_ROUNDS 5
+
+typedef struct bench_side {
+  double us, us_min, us_max, gbps, ratio; /* NaN: not measured */
+  errors e;
+  clnorm_status st;
+} bench_side;
+
+static void bench_side_finish(bench_side *b, double *times, size_t n, double bytes, double copy) {
+  b->us = b->us_min = b->us_max = b->gbps = b->ratio = NAN;
+  if (b->st != CLNORM_OK || n == 0)
+    return;
+  b->us = tool_median(times, n) * 1e6; /* sorts: times[0] is the least */
+  b->us_min = times[0] * 1e6;
+  b->us_max = times[n - 1] * 1e6;
+  b->gbps = bytes / b->us / 1e3;
+  b->ratio = b->gbps / copy;
 }
 
-/* bench without --grid: the tuned (or dispatcher's) choice against the heuristic's variant. */
+/* Half the range of the rounds over their median, in percent. */
+static double bench_spread(const bench_side *b) { return 50.0 * (b->us_max - b->us_min) / b->us; }
+
+static void bench_json_side(const char *prefix, const bench_side *b) {
+  static const char *const names[] = {"us", "us_min", "us_max", "gbps", "ratio"};
+  const double values[] = {b->us, b->us_min, b->us_max, b->gbps, b->ratio};
+  static const char *const formats[] = {"%.3f", "%.3f", "%.3f", "%.1f", "%.3f"};
+  for (size_t i = 0; i < 5; i++) {
+    printf(", \"%s%s\": ", prefix, names[i]);
+    json_number(formats[i], values[i]);
+  }
+  printf(", \"%smax_err\": ", prefix);
+  json_number("%.3g", b->st == CLNORM_OK ? b->e.rel : NAN);
+}
+
+/* The dispatcher's choice (tuned when the database has it) against the heuristic's variant on
+ * every op x dtype x cols x rows. */
 static int bench_pairs(const options *o, session *s, double copy, const char *copy_kernel) {
   static const size_t bench_cols[] = {4096, 65536};
-  static const size_t bench_rows[] = {4096, 256};
-  const size_t n = o->ncols ? o->ncols : 2;
+  static const size_t bench_rows[] = {256};
+  const size_t *cols = o->ncols ? o->cols : bench_cols;
+  const size_t ncols = o->ncols ? o->ncols : sizeof bench_cols / sizeof bench_cols[0];
+  const size_t *rows = o->nrows ? o->rows : bench_rows;
+  const size_t nrows = o->nrows ? o->nrows : sizeof bench_rows / sizeof bench_rows[0];
   clnorm_op ops[CLNORM_OP_COUNT];
   clnorm_dtype dtypes[DTYPE_COUNT];
   const size_t nops = mask_ops(o->ops ? o->ops : NORM_OPS, ops);
@@ -1949,56 +2119,98 @@ static int bench_pairs(const options *o, session *s, double copy, const char *co
   if (!o->json) {
     printf("normtune bench on %s (%s); copy bandwidth %.1f GB/s (%s, same run)\n",
            s->dev.name, s->dev.platform_name, copy, copy_kernel);
-    printf("%-13s %-5s %6s %6s | %9s %6s %-9s | %9s %6s | %s\n", "op", "dtype", "rows", "cols",
-           "chosen", "/copy", "why", "heuristic", "/copy", "chosen variant");
+    printf("GB/s: median of %d rounds, the chosen variant and the heuristic's in alternation; "
+           "+-: half the range of the rounds, in %% of the median\n\n",
+           BENCH_ROUNDS);
+    printf("%-13s %-5s %6s %6s | %9s %5s %6s %-9s | %9s %5s %6s | %s\n", "op", "dtype", "rows",
+           "cols", "chosen", "+-%", "/copy", "why", "heuristic", "+-%", "/copy", "chosen variant");
   }
   for (size_t a = 0; a < nops; a++)
     for (size_t d = 0; d < ndtypes; d++)
-      for (size_t i = 0; i < n; i++) {
-        const size_t cols = o->ncols ? o->cols[i] : bench_cols[i];
-        const size_t rows = o->nrows ? o->rows[i < o->nrows ? i : o->nrows - 1] : bench_rows[i];
-        shape sh;
-        char why[512];
-        if (!shape_init(s, &sh, ops[a], dtypes[d], rows, cols, NULL, 1, why, sizeof why)) {
-          fprintf(stderr, "normtune: skipped %s\n", why);
-          continue;
+      for (size_t ci = 0; ci < ncols; ci++)
+        for (size_t ri = 0; ri < nrows; ri++) {
+          shape sh;
+          char why[512];
+          if (!shape_init(s, &sh, ops[a], dtypes[d], rows[ri], cols[ci], NULL, 1, why,
+                          sizeof why)) {
+            fprintf(stderr, "normtune: skipped %s\n", why);
+            continue;
+          }
+          const clnorm_call call = shape_call(&sh, 0);
+          clnorm_variant chosen, heur;
+          clnorm_choice reason = CLNORM_CHOICE_HEURISTIC;
+          memset(&chosen, 0, sizeof chosen);
+          memset(&heur, 0, sizeof heur);
+          clnorm_choose(s->ctx, &call, &chosen, &reason);
+          clnorm_heuristic(s->ctx, &call, &heur);
+          /* the same variant twice would only measure noise: it is timed once, for both */
+          const int same = differences(&chosen, &heur) == 0;
+          bench_side c, h;
+          c.st = verify(s, &sh, NULL, &c.e);
+          h = c;
+          if (!same)
+            h.st = verify(s, &sh, &heur, &h.e);
+          double tc[BENCH_ROUNDS], th[BENCH_ROUNDS];
+          size_t nc = 0, nh = 0;
+          for (int r = 0; r < BENCH_ROUNDS && (c.st == CLNORM_OK || h.st == CLNORM_OK); r++) {
+            timing t;
+            if (c.st == CLNORM_OK && (c.st = time_variant(s, &sh, NULL, 0, &t)) == CLNORM_OK)
+              tc[nc++] = t.median;
+            if (!same && h.st == CLNORM_OK &&
+                (h.st = time_variant(s, &sh, &heur, 0, &t)) == CLNORM_OK)
+              th[nh++] = t.median;
+          }
+          const double bytes = tool_op_bytes(&call);
+          bench_side_finish(&c, tc, nc, bytes, copy);
+          if (same)
+            h = c;
+          else
+            bench_side_finish(&h, th, nh, bytes, copy);
+          const int ok =
+              c.st == CLNORM_OK && h.st == CLNORM_OK && c.e.scaled <= 1.0 && h.e.scaled <= 1.0;
+          failed |= !ok;
+          char text[128], heur_text[128], reason_text[600] = "";
+          clnorm_variant_format(&chosen, text, sizeof text);
+          clnorm_variant_format(&heur, heur_text, sizeof heur_text);
+          if (c.st != CLNORM_OK || h.st != CLNORM_OK)
+            snprintf(reason_text, sizeof reason_text, "%s: %s",
+                     clnorm_status_string(c.st != CLNORM_OK ? c.st : h.st),
+                     clnorm_ctx_errmsg(s->ctx));
+          else if (!ok)
+            snprintf(reason_text, sizeof reason_text, "%s: error %.3g of its tolerance",
+                     c.e.scaled > 1.0 ? c.e.what : h.e.what,
+                     c.e.scaled > 1.0 ? c.e.scaled : h.e.scaled);
+          if (o->json) {
+            printf("{\"device\": ");
+            tool_json_string(s->dev.name);
+            printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
+                   "\"copy_gbps\": %.1f, \"bytes\": %.0f, \"rounds\": %d",
+                   op_name(ops[a]), dtype_name(dtypes[d]), rows[ri], cols[ci], copy, bytes,
+                   BENCH_ROUNDS);
+            bench_json_side("", &c);
+            printf(", \"variant\": \"%s\", \"why\": \"%s\"", text, clnorm_choice_string(reason));
+            bench_json_side("heuristic_", &h);
+            printf(", \"heuristic_variant\": \"%s\", \"heuristic_same\": %s, \"check\": \"%s\", "
+                   "\"reason\": ",
+                   heur_text, same ? "true" : "false", ok ? "pass" : "FAIL");
+            tool_json_string(reason_text);
+            printf("}\n");
+          } else {
+            char heur_cols[64];
+            if (same)
+              snprintf(heur_cols, sizeof heur_cols, "%9s %5s %6s", "same", "", "");
+            else
+              snprintf(heur_cols, sizeof heur_cols, "%9.1f %5.1f %6.2f", h.gbps, bench_spread(&h),
+                       h.ratio);
+            printf("%-13s %-5s %6zu %6zu | %9.1f %5.1f %6.2f %-9s | %s | %s%s%s%s\n",
+                   op_name(ops[a]), dtype_name(dtypes[d]), rows[ri], cols[ci], c.gbps,
+                   bench_spread(&c), c.ratio, clnorm_choice_string(reason), heur_cols, text,
+                   same ? " (the heuristic's own variant)" : "",
+                   ok ? "" : "  CHECK FAILED: ", reason_text);
+          }
+          fflush(stdout);
+          shape_free(&sh);
         }
-        const clnorm_call call = shape_call(&sh, 0);
-        clnorm_variant chosen, heur;
-        clnorm_choice reason = CLNORM_CHOICE_HEURISTIC;
-        memset(&chosen, 0, sizeof chosen);
-        memset(&heur, 0, sizeof heur);
-        clnorm_choose(s->ctx, &call, &chosen, &reason);
-        clnorm_heuristic(s->ctx, &call, &heur);
-        errors e1, e2;
-        const double t1 = bench_one(s, &sh, NULL, &e1);
-        const double t2 = bench_one(s, &sh, &heur, &e2);
-        const double bytes = tool_op_bytes(&call);
-        const double g1 = t1 > 0 ? bytes / t1 / 1e9 : 0, g2 = t2 > 0 ? bytes / t2 / 1e9 : 0;
-        const int ok = t1 > 0 && t2 > 0 && e1.scaled <= 1.0 && e2.scaled <= 1.0;
-        failed |= !ok;
-        char text[128];
-        clnorm_variant_format(&chosen, text, sizeof text);
-        const double err = t1 > 0 && t2 > 0 ? (e1.rel > e2.rel ? e1.rel : e2.rel) : NAN;
-        if (o->json) {
-          printf("{\"device\": ");
-          tool_json_string(s->dev.name);
-          printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
-                 "\"chosen_gbps\": %.1f, \"chosen_why\": \"%s\", \"heuristic_gbps\": %.1f, "
-                 "\"copy_gbps\": %.1f, \"chosen_ratio\": %.3f, \"heuristic_ratio\": %.3f, "
-                 "\"variant\": \"%s\", \"max_err\": ",
-                 op_name(ops[a]), dtype_name(dtypes[d]), rows, cols, g1,
-                 clnorm_choice_string(reason), g2, copy, g1 / copy, g2 / copy, text);
-          json_number("%.3g", err);
-          printf(", \"check\": \"%s\"}\n", ok ? "pass" : "FAIL");
-        } else {
-          printf("%-13s %-5s %6zu %6zu | %9.1f %6.2f %-9s | %9.1f %6.2f | %s%s\n",
-                 op_name(ops[a]), dtype_name(dtypes[d]), rows, cols, g1, g1 / copy,
-                 clnorm_choice_string(reason), g2, g2 / copy, text, ok ? "" : "  CHECK FAILED");
-        }
-        fflush(stdout);
-        shape_free(&sh);
-      }
   return failed;
 }
 
@@ -2560,22 +2772,25 @@ static int cmd_strategies(const options *o) {
 static const char usage[] =
     "usage: normtune COMMAND [OPTIONS]\n"
     "       normtune help COMMAND   (or normtune COMMAND --help): one command, with examples\n"
+    "       normtune --version      the version of normtune and its library\n"
     "\n"
     "commands:\n"
     "  devices                 list OpenCL platforms and devices with their index\n"
     "  tune                    search the variants and store the winners\n"
-    "      [--device NAME|INDEX] [--db PATH] [--ops OP,...] [--dtypes f32,f16,bf16]\n"
+    "      [--device NAME|INDEX|gpu|cpu] [--db PATH] [--ops OP,...] [--dtypes f32,f16,bf16]\n"
     "      [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
     "      [--strategy exhaustive|random|anneal] [--fraction F] [--seed N] [--quiet]\n"
-    "  show [--db PATH] [--device NAME|INDEX] [--json]   the tuned winners\n"
-    "  bench [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...] [--cols ...]\n"
+    "  show [--db PATH] [--device ...] [--json | --c-table KEY]   the tuned winners\n"
+    "  bench [--device ...] [--db PATH] [--ops ...] [--dtypes ...] [--cols ...]\n"
     "      [--rows ...] [--json]\n"
-    "                          tuned choice vs heuristic vs copy bandwidth, checked\n"
+    "                          tuned choice vs heuristic vs copy bandwidth, checked, in 5\n"
+    "                          rounds with their spread\n"
     "  bench --grid gpu|ROWSxCOLS,... [--device ...] [--db PATH] [--ops ...] [--dtypes ...]\n"
     "      [--json] [--quiet]  every op x dtype x shape of the grid through the dispatcher:\n"
     "                          kernel time, GB/s, ratio to copy, wall time per call, checked\n"
     "  report --out FILE.svg|FILE.html [--db PATH] [--quiet]\n"
-    "                          charts of the database: GB/s against cols per device and op,\n"
+    "                          charts of the database: GB/s against cols per device, op\n"
+    "                          and row count,\n"
     "                          tuned vs heuristic per dtype, with the copy bandwidth\n"
     "  doctor [--db PATH]      OpenCL platforms, ICD files, database and binary cache: what\n"
     "                          to check when clnorm is slow or fails\n"
@@ -2591,9 +2806,11 @@ static const char usage[] =
     "--grid gpu: 17 shapes from 1x4096 to 16x4194304 (see docs/TUNING.md).\n"
     "The database is --db, else $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db\n"
     "(~/.cache/clnorm/tuning.db); the library reads the same path.\n"
-    "The default device is the first GPU, else the first device.\n"
-    "tune without --cols/--rows tunes cols 64..65536 (powers of two and common hidden sizes)\n"
-    "for rows 8, 128, 2048, 16384 (one per row class). Ctrl-C keeps every result measured so\n"
+    "The default device is the first GPU, else the first device; --device gpu or cpu: the\n"
+    "first of that type. tune and bench take every --cols with every --rows (4 shapes for\n"
+    "--cols 768,4096 --rows 256,4096). tune without --cols/--rows tunes cols 64..65536 (powers\n"
+    "of two and common hidden sizes) for rows 8, 128, 2048, 16384 (one per row class); bench\n"
+    "without them runs cols 4096 and 65536 at rows 256. Ctrl-C keeps every result measured so\n"
     "far; the same command resumes. --strategy anneal (default) and random evaluate --fraction\n"
     "(default 0.3) of the candidates of each shape; --budget bounds the whole run.\n"
     "\n"
@@ -2603,10 +2820,13 @@ static const char usage[] =
     "  normtune tune --device 1 --ops layernorm --cols 4096 --rows 4096 --strategy exhaustive\n"
     "  normtune tune --ops add_rmsnorm,rmsnorm_bwd --dtypes f16,bf16 --cols 4096 --rows 2048\n"
     "  normtune show --device gpu\n"
-    "  normtune bench --cols 4096,65536 --rows 4096,256\n"
+    "  normtune bench --cols 4096,65536 --rows 256\n"
     "  normtune bench --grid gpu --device NVIDIA --json > clnorm.json\n"
     "  normtune report --out report.svg\n"
     "  normtune doctor\n"
+    "\n"
+    "Options a command does not take, and numbers that are negative, too large or followed by\n"
+    "anything, are bad usage.\n"
     "\n"
     "exit status: 0 success, 1 failure (message on stderr), 2 bad usage, 3 nothing to report\n"
     "(report) or a warning (doctor), 4 no OpenCL platform or device (doctor), 5 the database\n"
@@ -2617,8 +2837,9 @@ static const char usage[] =
   "  --db PATH             the tuning database (default: $CLNORM_DB, else\n"                       \
   "                        $XDG_CACHE_HOME/clnorm/tuning.db, else ~/.cache/clnorm/tuning.db)\n"
 #define HELP_DEVICE                                                                                \
-  "  --device NAME|INDEX   an index of `normtune devices`, or a case-insensitive part of the\n"    \
-  "                        device or platform name (default: the first GPU, else device 0)\n"
+  "  --device D            an index of `normtune devices`; gpu or cpu: the first device of\n"      \
+  "                        that type; else a case-insensitive part of the device or platform\n"    \
+  "                        name (default: the first GPU, else device 0)\n"
 #define HELP_OPS_DTYPES                                                                            \
   "  --ops OP,...          layernorm, rmsnorm, add_layernorm, add_rmsnorm, layernorm_bwd,\n"       \
   "                        rmsnorm_bwd, or all\n"                                                  \
@@ -2643,25 +2864,27 @@ static const command_help helps[] = {
      "\n"
      "exit status: 0 success, 1 no OpenCL platform or device (see normtune doctor)\n"},
     {"tune",
-     "usage: normtune tune [--device NAME|INDEX] [--db PATH] [--ops OP,...] [--dtypes D,...]\n"
+     "usage: normtune tune [--device D] [--db PATH] [--ops OP,...] [--dtypes D,...]\n"
      "                     [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
      "                     [--strategy exhaustive|random|anneal] [--fraction F] [--seed N]\n"
      "                     [--quiet]\n"
      "\n"
-     "Searches the kernel variants of each shape (op x dtype x cols x rows), verifies each\n"
-     "candidate against a float64 reference, times it, and stores every result in the\n"
-     "database, one transaction each; then times the three fastest and the heuristic's choice\n"
-     "again, in turn, and keeps each one's median (a confirmation round against noise). Also\n"
-     "stores the device's copy bandwidth and what the heuristic (the untuned choice) gives on\n"
-     "each shape, for `normtune report`.\n"
+     "Searches the kernel variants of each shape (op x dtype x cols x rows: every value of\n"
+     "each list with every value of the others), verifies each candidate against a float64\n"
+     "reference, times it, and stores every result in the database, one transaction each;\n"
+     "then times the three fastest and the heuristic's choice again, in turn, and keeps each\n"
+     "one's median (a confirmation round against noise). Also stores the device's copy\n"
+     "bandwidth and what the heuristic (the untuned choice) gives on each shape, for\n"
+     "`normtune report`.\n"
      "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES
      "                        (default: --ops layernorm,rmsnorm --dtypes f32)\n"
      "  --cols N,...          row lengths (default: 64..65536, powers of two and common sizes)\n"
      "  --rows N,...          row counts (default: 8, 128, 2048, 16384: one per row class)\n"
      "  --budget SECONDS      stop after this long; the time is shared by the shapes left\n"
+     "                        (a run whose budget ends before it measured anything says so)\n"
      "  --strategy S          exhaustive (every candidate), random, or anneal (default)\n"
-     "  --fraction F          random and anneal: share of the candidates (default 0.3)\n"
-     "  --seed N              random and anneal: the seed (default 1)\n"
+     "  --fraction F          random and anneal only: share of the candidates (default 0.3)\n"
+     "  --seed N              random and anneal only: the seed, 0 or more (default 1)\n"
      "  --quiet               no progress lines\n"
      "\n"
      "Ctrl-C keeps every result measured so far; the same command resumes.\n"
@@ -2677,9 +2900,10 @@ static const command_help helps[] = {
      "overwritten; the same command resumes from what it holds), 130 interrupted (results\n"
      "kept; run the same command to resume)\n"},
     {"show",
-     "usage: normtune show [--db PATH] [--device NAME|INDEX] [--json | --c-table KEY]\n"
+     "usage: normtune show [--db PATH] [--device D] [--json | --c-table KEY]\n"
      "\n"
-     "Prints the tuned winner of each shape (current kernels only): op, dtype, cols, row class,\n"
+     "Prints the tuned winner of each shape (current kernels only): op, dtype, cols, row class\n"
+     "(the row counts it covers: 1-16, 17-256, 257-4096, 4097+), the rows it was tuned at,\n"
      "median time, GB/s and variant. With --device, only that device, and how many of its\n"
      "results are stale.\n"
      "\n" HELP_DB HELP_DEVICE "  --json                one JSON array\n"
@@ -2693,22 +2917,28 @@ static const command_help helps[] = {
      "  normtune show --device H100 --c-table H100 >> src/builtin_table.h\n"
      "\n" HELP_EXIT_COMMON},
     {"bench",
-     "usage: normtune bench [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...]\n"
+     "usage: normtune bench [--device D] [--db PATH] [--ops ...] [--dtypes ...]\n"
      "                      [--cols N,...] [--rows N,...] [--json]\n"
-     "       normtune bench --grid gpu|ROWSxCOLS,... [--device ...] [--db PATH] [--ops ...]\n"
+     "       normtune bench --grid gpu|ROWSxCOLS,... [--device D] [--db PATH] [--ops ...]\n"
      "                      [--dtypes ...] [--json] [--quiet]\n"
      "\n"
-     "Without --grid: per shape, the GB/s of the dispatcher's choice (tuned when the database\n"
-     "has it) and of the heuristic, each as a share of the copy bandwidth, both checked against\n"
-     "the reference. With --grid: every op x dtype x shape through the dispatcher: kernel time,\n"
-     "GB/s, ratio to copy, wall time per call, checked.\n"
+     "Without --grid: per shape (op x dtype x cols x rows, every value with every other), the\n"
+     "GB/s of the dispatcher's choice (tuned when the database has it) and of the heuristic,\n"
+     "each as a share of the copy bandwidth, both checked against the reference: the median of\n"
+     "5 rounds, the two in alternation, with the spread of the rounds (+-, half their range in %\n"
+     "of the median). When the choice is the heuristic's own variant it is timed once and\n"
+     "the line says so. With --grid: every op x dtype x shape through the dispatcher: kernel\n"
+     "time, GB/s, ratio to copy, wall time per call, checked. Both --json forms name the same\n"
+     "things alike (us, gbps, ratio, variant, why, max_err, check, reason).\n"
      "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES
-     "  --cols, --rows        shapes (default: 4096 x 4096 and 256 x 65536)\n"
+     "  --cols N,...          row lengths (default: 4096,65536)\n"
+     "  --rows N,...          row counts (default: 256)\n"
      "  --grid gpu|RxC,...    17 transformer shapes (gpu), or a list such as 64x1024,8x4096\n"
      "  --json                one JSON object per line\n"
+     "  --quiet               --grid: no progress lines on stderr\n"
      "\n"
      "examples:\n"
-     "  normtune bench --cols 4096,65536 --rows 4096,256\n"
+     "  normtune bench --cols 4096,65536 --rows 256\n"
      "  normtune bench --grid gpu --device NVIDIA --json > clnorm.json\n"
      "  normtune bench --grid 64x1024,8x4096 --ops rmsnorm --dtypes bf16\n"
      "\n"
@@ -2716,13 +2946,14 @@ static const command_help helps[] = {
     {"report",
      "usage: normtune report --out FILE.svg|FILE.html|- [--db PATH] [--quiet]\n"
      "\n"
-     "Draws the database as charts: one panel per device and op (and row class, when several\n"
-     "were tuned), GB/s against cols on a log scale, one line per dtype for the tuned winner\n"
-     "(solid, dots) and the heuristic's variant (dashed, squares), and the device's copy\n"
-     "bandwidth (dotted). Only measured figures are drawn: a database tuned before clnorm\n"
-     "stored the heuristic and the copy bandwidth shows the winners alone (tune again to\n"
-     "add them). FILE.html holds the SVG in a minimal page; - writes the SVG to standard\n"
-     "output. Hovering a point shows its variant and time. The database is not changed.\n"
+     "Draws the database as charts: one panel per device, op and row count (a line never\n"
+     "joins two row counts), GB/s against cols on a log scale, one line per dtype for the\n"
+     "tuned winner (solid, dots) and the heuristic's variant (dashed, squares), and the\n"
+     "device's copy bandwidth (dotted). Only measured figures are drawn: a database tuned\n"
+     "before clnorm stored the heuristic and the copy bandwidth shows the winners alone (tune\n"
+     "again to add them). FILE.html holds the SVG in a minimal page; - writes the SVG to\n"
+     "standard output. Hovering a point shows its variant and time. The database is not\n"
+     "changed.\n"
      "\n" HELP_DB "  --out FILE            the file to write (.svg, .html or .htm, or -)\n"
      "  --quiet               no summary line on stderr\n"
      "\n"
@@ -2777,7 +3008,7 @@ static const command_help helps[] = {
      "  gunzip -c results.json.gz | normtune import - --db /srv/clnorm/tuning.db\n"
      "\n" HELP_EXIT_COMMON},
     {"strategies",
-     "usage: normtune strategies [--device NAME|INDEX] [--db PATH] [--ops ...] [--dtypes ...]\n"
+     "usage: normtune strategies [--device D] [--db PATH] [--ops ...] [--dtypes ...]\n"
      "\n"
      "Replays random and anneal search, 100 seeds each, over the shapes of this device tuned\n"
      "with --strategy exhaustive, using the stored times: how close each gets to the optimum\n"
@@ -2850,6 +3081,14 @@ int main(int argc, char **argv) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? EXIT_USAGE : 0;
   }
+  if (strcmp(argv[1], "--version") == 0) {
+    if (argc > 2)
+      die(EXIT_USAGE, "--version takes no argument");
+    /* the kernel hash keys the database's results: it says which results this build uses */
+    printf("normtune (clnorm) %s\nkernel sources %016llx\n", clnorm_version_string(),
+           (unsigned long long)clnorm__kernel_hash());
+    return 0;
+  }
   if (strcmp(argv[1], "help") == 0) {
     if (argc > 3)
       die(EXIT_USAGE, "help takes one command at most (e.g. normtune help tune)");
@@ -2864,10 +3103,7 @@ int main(int argc, char **argv) {
         command_names());
   options o;
   parse_options(argc, argv, 2, &o);
-  if (o.ngrid && strcmp(cmd, "bench") != 0)
-    die(EXIT_USAGE, "--grid belongs to bench only (see normtune help bench)");
-  if (o.out && strcmp(cmd, "report") != 0)
-    die(EXIT_USAGE, "--out belongs to report only (see normtune help report)");
+  check_command_options(cmd, &o);
   if (strcmp(cmd, "devices") == 0)
     return cmd_devices();
   if (strcmp(cmd, "tune") == 0)

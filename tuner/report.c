@@ -3,6 +3,7 @@
 #include "report.h"
 
 #include "db.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,7 +26,7 @@
 #define COLUMNS 2  /* panels side by side */
 #define MARGIN 20
 #define DEVICE_HEAD 54 /* the device's title lines above its panels */
-#define PAGE_HEAD 76   /* the report's title lines */
+#define PAGE_HEAD 108  /* the report's title lines */
 
 static const char *const dtype_colour[DTYPES] = {"#1f5fa8", "#d9541e", "#2b9348"};
 static const char *const font = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -35,7 +36,6 @@ typedef struct point {
   size_t device;
   clnorm_op op;
   clnorm_dtype dtype;
-  unsigned row_class;
   uint64_t rows, cols;
   double gbps, median_s, max_err;
   clnorm_variant variant;
@@ -101,7 +101,6 @@ static int add_point(report *rp, const clnorm_device_identity *id, const clnorm_
   p->device = dev;
   p->op = r->op;
   p->dtype = r->dtype;
-  p->row_class = r->row_class;
   p->rows = r->rows;
   p->cols = r->cols;
   p->gbps = r->outcome == CLNORM_OUTCOME_OK ? r->gbps : NAN;
@@ -210,16 +209,43 @@ static double px(const axes *a, double cols) {
 
 static double py(const axes *a, double gbps) { return a->y0 + PLOT_H - gbps / a->top * PLOT_H; }
 
-/* ---- one panel: a device, an op, a row class */
+/* The least row count of row class c or a later one (clnorm__row_class grows with rows); 0 when
+ * no count reaches c. */
+static size_t class_first_rows(unsigned c) {
+  if (clnorm__row_class(SIZE_MAX) < c)
+    return 0;
+  size_t lo = 1, hi = SIZE_MAX;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (clnorm__row_class(mid) >= c)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+void report_row_range(unsigned row_class, char *out, size_t size) {
+  const size_t first = class_first_rows(row_class), next = class_first_rows(row_class + 1);
+  if (!first)
+    snprintf(out, size, "class %u", row_class);
+  else if (!next)
+    snprintf(out, size, "%zu+", first);
+  else
+    snprintf(out, size, "%zu-%zu", first, next - 1);
+}
+
+/* ---- one panel: a device, an op, a row count. One count per panel: a line across cols joins
+ * points of one matrix height only, as tune measured them. */
 
 typedef struct panel {
   size_t device;
   clnorm_op op;
-  unsigned row_class;
+  uint64_t rows;
 } panel;
 
 static int in_panel(const point *p, const panel *pn) {
-  return p->device == pn->device && p->op == pn->op && p->row_class == pn->row_class;
+  return p->device == pn->device && p->op == pn->op && p->rows == pn->rows;
 }
 
 static int point_cmp(const void *pa, const void *pb) {
@@ -317,14 +343,12 @@ static void draw_panel(FILE *f, const report *rp, const panel *pn, const point *
   qsort(pts, n, sizeof *pts, point_cmp);
   const device *dev = &rp->dev[pn->device];
 
-  uint64_t cmin = UINT64_MAX, cmax = 0, rmin = UINT64_MAX, rmax = 0;
+  uint64_t cmin = UINT64_MAX, cmax = 0;
   double top = isfinite(dev->copy_gbps) ? dev->copy_gbps : 0.0;
   int have[2][DTYPES] = {{0}}, failed = 0;
   for (size_t i = 0; i < n; i++) {
     cmin = pts[i].cols < cmin ? pts[i].cols : cmin;
     cmax = pts[i].cols > cmax ? pts[i].cols : cmax;
-    rmin = pts[i].rows < rmin ? pts[i].rows : rmin;
-    rmax = pts[i].rows > rmax ? pts[i].rows : rmax;
     if (isfinite(pts[i].gbps)) {
       top = pts[i].gbps > top ? pts[i].gbps : top;
       have[pts[i].heuristic][pts[i].dtype] = 1;
@@ -348,14 +372,11 @@ static void draw_panel(FILE *f, const report *rp, const panel *pn, const point *
           "<g>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"white\" "
           "stroke=\"#c8c8c8\"/>\n",
           (int)x, (int)y, PANEL_W, PANEL_H);
-  char rows[96];
-  if (rmin == rmax)
-    snprintf(rows, sizeof rows, "rows %llu", (unsigned long long)rmin);
-  else
-    snprintf(rows, sizeof rows, "rows %llu to %llu (row class %u)", (unsigned long long)rmin,
-             (unsigned long long)rmax, pn->row_class);
-  text_at(f, x + PLOT_X + PLOT_W / 2.0, y + 22, 15, "middle", "bold", "%s, %s",
-          clnorm_op_name(pn->op), rows);
+  char range[64];
+  report_row_range(clnorm__row_class((size_t)pn->rows), range, sizeof range);
+  text_at(f, x + PLOT_X + PLOT_W / 2.0, y + 22, 15, "middle", "bold",
+          "%s, rows %llu (row class %s)", clnorm_op_name(pn->op), (unsigned long long)pn->rows,
+          range);
 
   /* grid lines and tick labels */
   fputs("<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n", f);
@@ -458,25 +479,26 @@ static int panel_cmp(const void *pa, const void *pb) {
     return a->device < b->device ? -1 : 1;
   if (a->op != b->op)
     return a->op < b->op ? -1 : 1;
-  return (a->row_class > b->row_class) - (a->row_class < b->row_class);
+  return (a->rows > b->rows) - (a->rows < b->rows);
 }
 
-/* The panels: one per (device, op, row class) holding at least one tuned winner. */
+/* The panels: one per (device, op, rows) holding a point; none without a tuned winner. A winner
+ * stands for its whole row class but was measured at one row count, so another count of the
+ * class may hold only the heuristic's figures. */
 static size_t make_panels(const report *rp, panel **out) {
   panel *pn = malloc((rp->npts ? rp->npts : 1) * sizeof *pn);
-  size_t n = 0;
+  size_t n = 0, tuned = 0;
   if (!pn)
     return 0;
-  for (size_t i = 0; i < rp->npts; i++) {
+  for (size_t i = 0; i < rp->npts; i++)
+    tuned += !rp->pts[i].heuristic;
+  for (size_t i = 0; i < rp->npts && tuned; i++) {
     const point *p = &rp->pts[i];
-    if (p->heuristic)
-      continue;
     size_t k = 0;
-    while (k < n &&
-           !(pn[k].device == p->device && pn[k].op == p->op && pn[k].row_class == p->row_class))
+    while (k < n && !in_panel(p, &pn[k]))
       k++;
     if (k == n)
-      pn[n++] = (panel){p->device, p->op, p->row_class};
+      pn[n++] = (panel){p->device, p->op, p->rows};
   }
   qsort(pn, n, sizeof *pn, panel_cmp);
   *out = pn;
@@ -510,8 +532,7 @@ static void write_document(FILE *f, const report *rp, const panel *pn, size_t np
           "clnorm tuning report: GB/s against row length, tuned and untuned");
   text_at(f, MARGIN, 50, 12, "start", NULL,
           "GB/s: bytes the call must move (inputs read once, outputs written once) over the "
-          "median kernel time (above the copy line: the shape stays in cache). Tuned: the "
-          "fastest verified variant normtune found.");
+          "median kernel time. Tuned: the fastest verified variant normtune found.");
   char when[64] = "";
   const time_t now = time(NULL);
   struct tm tm;
@@ -521,6 +542,15 @@ static void write_document(FILE *f, const report *rp, const panel *pn, size_t np
           "Heuristic: the variant clnorm runs without tuning, measured in the same run. "
           "Copy: the fastest of the copy kernels on the same device. Database %s, drawn %s.",
           db_path, when);
+  /* the timing rotates at most 8 buffer sets, enough to pass 4x the device's cache for all but
+   * small shapes (normtune.c, shape_init) */
+  text_at(f, MARGIN, 82, 12, "start", NULL,
+          "Above the copy line: the copy kernels are a yardstick measured on the same device, "
+          "not the memory's limit, and on a busy machine both figures move from run to run.");
+  text_at(f, MARGIN, 98, 12, "start", NULL,
+          "Timing rotates up to 8 buffer sets, over 4x the device's cache where 8 suffice: only "
+          "shapes whose 8 sets fit in the cache run from it (4096 x 4096 f32, 64 MiB a matrix, "
+          "does not).");
   double y = PAGE_HEAD;
   for (size_t i = 0; i < npanels;) {
     const device *dev = &rp->dev[pn[i].device];

@@ -1,7 +1,7 @@
 /* normtune report: the tuning database drawn as charts, one SVG written by hand (no
- * dependencies). Per device and op (and row class, when several were tuned): GB/s against cols
- * on a log scale, for the tuned winners and the heuristic's variant, one line per dtype, and the
- * device's copy bandwidth; only figures the database holds are drawn. */
+ * dependencies). Per device, op and row count: GB/s against cols on a log scale, for the tuned
+ * winners and the heuristic's variant, one line per dtype, and the device's copy bandwidth; only
+ * figures the database holds are drawn. */
 #ifndef CLNORM_REPORT_H
 #define CLNORM_REPORT_H
 
@@ -17,6 +17,9 @@
  * kernel_hash to out_path: an SVG document, or with html 1 the SVG inside a minimal HTML page;
  * "-" is standard output. Prints a summary line on standard error (quiet: none) and, on
  * failure, a message saying what to do. Returns one of the statuses above. */
+/* The row counts of row class row_class (clnorm__row_class) as text: "17-256", "4097+". */
+void report_row_range(unsigned row_class, char *out, size_t size);
+
 int report_write(const char *db_path, const char *out_path, int html, uint64_t kernel_hash,
                  int quiet);
 

@@ -4,6 +4,7 @@
 #include "platform.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,22 @@ int tool_contains_nocase(const char *hay, const char *needle) {
   return n == 0;
 }
 
+int tool_parse_uint(const char *text, char **end, unsigned long long *out) {
+  /* strtoull alone takes leading spaces, "+" and "-" (negating into a huge value) */
+  if (!isdigit((unsigned char)text[0]))
+    return 0;
+  errno = 0;
+  *out = strtoull(text, end, 10);
+  return errno == 0;
+}
+
+static int equal_nocase(const char *a, const char *b) {
+  for (; *a && *b; a++, b++)
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+      return 0;
+  return *a == *b;
+}
+
 int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_size) {
   tool_device devs[64];
   const size_t n = tool_devices(devs, 64);
@@ -68,27 +85,37 @@ int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_si
     return 0;
   }
   const size_t shown = n < 64 ? n : 64;
-  if (!sel || !*sel) {
+  cl_device_type want = 0;
+  if (sel && equal_nocase(sel, "gpu"))
+    want = CL_DEVICE_TYPE_GPU;
+  else if (sel && equal_nocase(sel, "cpu"))
+    want = CL_DEVICE_TYPE_CPU;
+  if (!sel || !*sel || want) {
     for (size_t i = 0; i < shown; i++) {
       cl_device_type type = 0;
       clGetDeviceInfo(devs[i].device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-      if (type & CL_DEVICE_TYPE_GPU) {
+      if (type & (want ? want : CL_DEVICE_TYPE_GPU)) {
         *out = devs[i];
         return 1;
       }
     }
-    *out = devs[0];
-    return 1;
+    if (!want) {
+      *out = devs[0];
+      return 1;
+    }
+    snprintf(err, err_size, "no device of type %s among the %zu found (see `normtune devices`)",
+             want == CL_DEVICE_TYPE_GPU ? "GPU" : "CPU", shown);
+    return 0;
   }
   char *end = NULL;
-  const unsigned long index = strtoul(sel, &end, 10);
-  if (end && *end == '\0') {
+  unsigned long long index = 0;
+  if (tool_parse_uint(sel, &end, &index) && *end == '\0') {
     if (index < shown) {
       *out = devs[index];
       return 1;
     }
-    snprintf(err, err_size, "no device with index %lu (there are %zu: see `normtune devices`)",
-             index, shown);
+    snprintf(err, err_size, "no device with index %s (there are %zu: see `normtune devices`)", sel,
+             shown);
     return 0;
   }
   for (size_t i = 0; i < shown; i++)

@@ -20,10 +20,15 @@ typedef struct tool_device {
  * out may be NULL when cap is 0. */
 size_t tool_devices(tool_device *out, size_t cap);
 
-/* sel NULL or "": the first GPU, else the first device. A number: that index. Otherwise a
- * case-insensitive substring of the device or platform name. Returns 0 and writes a message
- * into err when nothing matches or no OpenCL platform exists. */
+/* sel NULL or "": the first GPU, else the first device. "gpu" or "cpu" (any case): the first
+ * device of that type. A number: that index. Otherwise a case-insensitive substring of the device
+ * or platform name. Returns 0 and writes a message into err when nothing matches or no OpenCL
+ * platform exists. */
 int tool_pick_device(const char *sel, tool_device *out, char *err, size_t err_size);
+
+/* Decimal digits at text (no sign, no space) into *out; *end receives the first character after
+ * them. Returns 0 when text does not start with a digit or the value overflows. */
+int tool_parse_uint(const char *text, char **end, unsigned long long *out);
 
 /* A context and an in-order queue with profiling on. */
 int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *queue, char *err,

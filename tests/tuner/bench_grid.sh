@@ -75,5 +75,5 @@ step "usage errors"
 expect_rc 2 bad_grid "$NORMTUNE" bench --grid 64x
 expect_in "$WORK/bad_grid.err" '--grid: "64x" is neither gpu nor a list' "a bad --grid"
 expect_rc 2 grid_tune "$NORMTUNE" tune --grid gpu
-expect_in "$WORK/grid_tune.err" '--grid belongs to bench only' "--grid outside bench"
+expect_in "$WORK/grid_tune.err" 'tune does not take --grid' "--grid outside bench"
 pass

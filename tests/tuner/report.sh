@@ -2,8 +2,10 @@
 # normtune report: from a database made by a short real tune (two ops, two dtypes, two widths),
 # a well-formed SVG and HTML page naming the device, with one tuned and one heuristic series per
 # dtype tuned in each op's panel and the copy line; a database of the older schema 2 (no
-# heuristic, no copy bandwidth) still draws its winners; usage errors and empty, missing
-# databases give the documented statuses and say what to do.
+# heuristic, no copy bandwidth) still draws its winners; two row counts of one row class draw
+# two panels, never one line, under a caption whose account of points above the copy line is
+# true; usage errors and empty, missing databases give the documented statuses and say what to
+# do.
 source "$(dirname "$0")/common.sh"
 DB=$WORK/tuning.db
 
@@ -73,6 +75,34 @@ head -n 1 "$WORK/report.html" | grep -q '^<!DOCTYPE html>' || fail "the HTML pag
 check_svg "$WORK/report.html" layernorm,rmsnorm f32,f16 1 1
 expect_rc 0 stdout "$NORMTUNE" report --db "$DB" --out -
 check_svg "$WORK/stdout.out" layernorm,rmsnorm f32,f16 1 1
+
+step "one panel per row count: a line never joins two row counts; the caption is true"
+# rows 300 and 400 share a row class (257-4096), whose winner is one per cols: before issue 23 one
+# panel drew 300 x 256 and 400 x 512 as one line.
+tune "$WORK/rows.db" rows300 --ops layernorm --cols 256 --rows 300
+tune "$WORK/rows.db" rows400 --ops layernorm --cols 512 --rows 400
+expect_rc 0 rows_svg "$NORMTUNE" report --db "$WORK/rows.db" --out "$WORK/rows.svg"
+python3 - "$WORK/rows.svg" <<'EOF' || fail "the report joins row counts or says what is not true"
+import re, sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+def text(node):
+    return "".join(c.data if c.nodeType == c.TEXT_NODE else text(c) for c in node.childNodes)
+texts = [text(t) for t in doc.getElementsByTagName("text")]
+for rows in (300, 400):
+    want = "layernorm, rows %d (row class 257-4096)" % rows
+    assert want in texts, "no panel titled %r: %s" % (want, [t for t in texts if "rows" in t])
+for g in doc.getElementsByTagName("g"):
+    if g.getAttribute("class").split()[:1] != ["series"]:
+        continue
+    titles = [text(t) for t in g.getElementsByTagName("title")]
+    heights = {re.search(r", (\d+) x \d+:", t).group(1) for t in titles}
+    assert len(heights) == 1, "one series draws rows %s: %s" % (sorted(heights), titles)
+caption = " ".join(texts[:6])
+assert "stays in cache" not in caption, "the caption still says the shape stays in cache"
+assert "Above the copy line" in caption and "64 MiB a matrix" in caption, caption
+print("   2 panels (rows 300, 400), every series of one row count; caption: %s" %
+      [t for t in texts if t.startswith("Above") or t.startswith("Timing")])
+EOF
 
 step "a database of schema 2 (tuned before the heuristic and copy bandwidth were stored)"
 cp "$DB" "$WORK/old.db"

@@ -16,8 +16,8 @@ stored=$(grep -Ec '^(layernorm|rmsnorm) f32 64x256 wg=' "$WORK/tune.out" || true
 
 step "show lists the winners"
 expect_rc 0 show "$NORMTUNE" show --db "$DB"
-expect_in "$WORK/show.out" '^ +layernorm +f32 +256 +1 +64 .* wg=[0-9]+ tpr=' "show, layernorm"
-expect_in "$WORK/show.out" '^ +rmsnorm +f32 +256 +1 +64 .* wg=[0-9]+ tpr=' "show, rmsnorm"
+expect_in "$WORK/show.out" '^ +layernorm +f32 +256 +17-256 +64 .* wg=[0-9]+ tpr=' "show, layernorm"
+expect_in "$WORK/show.out" '^ +rmsnorm +f32 +256 +17-256 +64 .* wg=[0-9]+ tpr=' "show, rmsnorm"
 # the device tune used, by name ("normtune: tuning NAME (PLATFORM) into ...")
 device=$(sed -n 's/^normtune: tuning \(.*\) (.*) into .*/\1/p' "$WORK/tune.out")
 [[ -n $device ]] || fail "tune did not name its device: $(head -n 1 "$WORK/tune.out")"
@@ -34,7 +34,7 @@ expect_rc 0 show_json "$NORMTUNE" show --db "$DB" --json
 step "show --c-table prints the winners as lines of src/builtin_table.h"
 expect_rc 0 show_c "$NORMTUNE" show --db "$DB" --device "$device" --c-table "^$device"
 for op in LAYERNORM RMSNORM; do
-  expect_in "$WORK/show_c.out" "^\\{\"\\^.*\", \\{CLNORM_OP_${op}, CLNORM_F32, 256, 1, \\{[0-9]+, [0-9]+, [0-9]+, [0-9]+, CLNORM_REDUCE_(LOCAL|SUBGROUP|NVSHFL), CLNORM_STATS_(WELFORD|TWOPASS)\\}\\}\\}, /\\* [0-9.]+ GB/s at 64 rows \\*/$" \
+  expect_in "$WORK/show_c.out" "^\\{\"\\^.*\", \\{CLNORM_OP_${op}, CLNORM_F32, 256, 1, \\{[0-9]+, [0-9]+, [0-9]+, [0-9]+, CLNORM_REDUCE_(LOCAL|SUBGROUP|NVSHFL), CLNORM_STATS_(WELFORD|TWOPASS)\\}\\}\\}, /\\* [0-9.]+ GB/s at 64 rows \\(row class 17-256\\) \\*/$" \
     "show --c-table, ${op,,}"
 done
 expect_in "$WORK/show_c.out" '^/\* normtune show --device .* --c-table ' "show --c-table, the comment naming its command"
