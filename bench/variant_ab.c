@@ -4,7 +4,7 @@
  * env_ab, interleaving is what makes the comparison hold on a shared machine (docs/DEVICES.md).
  * Prints the median GB/s of each variant (the bytes of tool_op_bytes, over the time from a marker
  * enqueued just before the call to the end of the call, as `normtune bench` times a call) and its
- * share of the copy, and beside them the same of the time of the call's last kernel alone (its
+ * share of the copy, and beside them the same of the time of the call's kernels alone (its
  * event's start to end: the whole call where it enqueued one kernel, without the marker's gap,
  * about 9 us on NVIDIA's OpenCL).
  * The values are not checked here: `normtune bench` and the tests compare every variant with the
@@ -219,8 +219,11 @@ int main(int argc, char **argv) {
         c.dy = (clnorm_rows){r[s], 0, 0};
       if (add)
         c.residual = (clnorm_rows){r[s], 0, 0};
-      /* a call may enqueue several kernels: from a marker before it to the end of its event */
-      cl_event before, ev;
+      /* a call may enqueue several kernels: from a marker before it to the end of its event,
+       * and from its first kernel's start to the end (clnorm_run_span) */
+      cl_event before, ev, first;
+      if (failed[k])
+        continue;
       if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &before) != CL_SUCCESS) {
         fprintf(stderr, "variant_ab: clEnqueueMarkerWithWaitList failed\n");
         return 1;
@@ -231,10 +234,10 @@ int main(int argc, char **argv) {
           fprintf(stderr, "variant_ab: the copy kernel failed (%d)\n", (int)e);
           return 1;
         }
-      } else if (failed[k]) {
-        clReleaseEvent(before);
-        continue;
-      } else if (clnorm_run(ctx, queue, &c, forced[k] ? &v[k] : NULL, 0, NULL, &ev) != CLNORM_OK) {
+        first = ev;
+        clRetainEvent(first);
+      } else if (clnorm_run_span(ctx, queue, &c, forced[k] ? &v[k] : NULL, 0, NULL, &first, &ev) !=
+                 CLNORM_OK) {
         /* the others are still compared; the exit status says one failed */
         fprintf(stderr, "variant_ab: %s: %s\n", argv[a + 3 + k], clnorm_ctx_errmsg(ctx));
         clReleaseEvent(before);
@@ -242,8 +245,9 @@ int main(int argc, char **argv) {
         status = 1;
         continue;
       }
-      double own = 0.0;
-      const double t = tool_span_seconds(before, ev, &own); /* releases both */
+      clRetainEvent(ev);
+      const double t = tool_span_seconds(before, ev, NULL); /* releases before and ev once */
+      const double own = tool_call_seconds(first, ev);      /* releases first and ev */
       if (!(t > 0) || !(own > 0)) {
         fprintf(stderr, "variant_ab: no profiling time for the call\n");
         return 1;
@@ -263,10 +267,10 @@ int main(int argc, char **argv) {
   const double copy_own =
       copy_at >= 0 ? 2.0 * (double)bytes / tool_median(owns[copy_at], (size_t)rounds) / 1e9 : 0;
   const double yard = copy_at >= 0 ? copy_here : copy;
-  const double yard_own = copy_at >= 0 ? copy_own : copy; /* kernel alone against kernel alone */
+  const double yard_own = copy_at >= 0 ? copy_own : copy; /* kernels alone against the copy's */
   for (int k = 0; k < nv; k++) {
     if (k == copy_at) {
-      printf("  %-5s %-52s %8.1f GB/s  %.2f of copy; last kernel alone %8.1f GB/s  %.2f\n", "copy",
+      printf("  %-5s %-52s %8.1f GB/s  %.2f of copy; kernels alone %8.1f GB/s  %.2f\n", "copy",
              tool_copy_name(kind), copy_here, 1.0, copy_own, 1.0);
       continue;
     }
@@ -281,7 +285,7 @@ int main(int argc, char **argv) {
     clnorm_variant_format(&shown, name, sizeof name);
     const double gbps = moved / tool_median(times[k], (size_t)rounds) / 1e9;
     const double kernel_gbps = moved / tool_median(owns[k], (size_t)rounds) / 1e9;
-    printf("  %-5s %-52s %8.1f GB/s  %.2f of copy; last kernel alone %8.1f GB/s  %.2f\n",
+    printf("  %-5s %-52s %8.1f GB/s  %.2f of copy; kernels alone %8.1f GB/s  %.2f\n",
            forced[k] ? "" : "auto", name, gbps, gbps / yard, kernel_gbps, kernel_gbps / yard_own);
   }
   if (copy_k)

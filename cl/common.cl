@@ -37,7 +37,8 @@
 #ifndef RAW16 /* 1: 16-bit rows move as vectors of uint, two elements in each (RAW_LOAD below) */
 #define RAW16 0
 #endif
-#ifndef PTX /* 1: NVIDIA's platform, which takes inline PTX */
+#ifndef PTX /* NVIDIA's platform, which takes inline PTX: its compute capability (90: Hopper), or 1
+             where unknown; 0 elsewhere */
 #define PTX 0
 #endif
 
@@ -302,6 +303,7 @@ inline uint8 h_pack16(float16 v) { return (uint8)(h_pack8(v.lo), h_pack8(v.hi));
 #define LOADV(p, i) CAT(h_unpack, VEC)(RAW_LOAD((p), (i)))
 #define VSTORE_HALF(v, i, p) RAW_PUT((p), (i), CAT(h_pack, VEC)(v))
 #define UNRAW(r) CAT(h_unpack, VEC)(r)
+#define PACKR(v) CAT(h_pack, VEC)(v)
 #elif UNALIGNED
 #define LOADV(p, i) CAT(vload_half, VEC)((i), (p))
 #define VSTORE_HALF(v, i, p) CAT(CAT(vstore_half, VEC), _rte)((v), (i), (p))
@@ -367,13 +369,43 @@ inline floatv bf16_unpack(uinth u) {
   f.odd = CAT(as_float, HSUFFIX)(u & (uinth)0xFFFF0000u);
   return f;
 }
+#if PTX >= 80
+/* Two floats to nearest even in one instruction (sm_80 and later), low half first; a NaN stays a
+ * NaN (its payload is not kept) */
+inline uint bf16_pack2(float lo, float hi) {
+  uint r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+#if VEC == 2
+inline uinth bf16_pack(floatv v) { return bf16_pack2(v.s0, v.s1); }
+#else
+inline uinth bf16_pack(floatv v) {
+  uinth r;
+  const CAT(float, HSUFFIX) lo = v.even, hi = v.odd;
+#if VEC == 4
+  r = (uint2)(bf16_pack2(lo.s0, hi.s0), bf16_pack2(lo.s1, hi.s1));
+#elif VEC == 8
+  r = (uint4)(bf16_pack2(lo.s0, hi.s0), bf16_pack2(lo.s1, hi.s1), bf16_pack2(lo.s2, hi.s2),
+              bf16_pack2(lo.s3, hi.s3));
+#else
+  r = (uint8)(bf16_pack2(lo.s0, hi.s0), bf16_pack2(lo.s1, hi.s1), bf16_pack2(lo.s2, hi.s2),
+              bf16_pack2(lo.s3, hi.s3), bf16_pack2(lo.s4, hi.s4), bf16_pack2(lo.s5, hi.s5),
+              bf16_pack2(lo.s6, hi.s6), bf16_pack2(lo.s7, hi.s7));
+#endif
+  return r;
+}
+#endif
+#else
 inline uinth bf16_pack(floatv v) {
   const uintv b = bf16_bitsv(v);
   return (b.even >> 16) | (b.odd & (uinth)0xFFFF0000u);
 }
+#endif
 #define LOADV(p, i) bf16_unpack(RAW_LOAD((p), (i)))
 #define STOREV(p, i, v) RAW_PUT((p), (i), bf16_pack(v))
 #define UNRAW(r) bf16_unpack(r)
+#define PACKR(v) bf16_pack(v)
 #else
 #define LOADV(p, i)                                                                                \
   CAT(as_float, VSUFFIX)                                                                           \
@@ -617,9 +649,18 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #define FOR_VECS(i, k, nv)                                                                         \
   for (uint k = 0, i = lane; k < HOLD; k++, i += TPR)                                              \
     if (i < (nv))
+/* The held row stays as loaded (rawv: 16-bit elements in pairs under RAW16, half the registers
+ * of floats, which on NVIDIA let twice the work-items in) and converts where it is used.
+ * ROUND_HELD(v): the fused add's value v rounded to the storage type, as held: PACKR rounds as a
+ * store does, so that the held bits are the rounded value exactly. */
+#ifdef PACKR
+#define ROUND_HELD(v) PACKR(v)
+#else
+#define ROUND_HELD(v) ROUNDV(v)
+#endif
 #if ADD
 #define HELD_DECL                                                                                  \
-  floatv held[HOLD];                                                                               \
+  rawv held[HOLD];                                                                                 \
   {                                                                                                \
     rawv hx_[HOLD], hr_[HOLD];                                                                     \
     for (uint k_ = 0, i_ = lane; k_ < HOLD; k_++, i_ += TPR) {                                     \
@@ -627,21 +668,16 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
       hr_[k_] = i_ < nvec ? LOADR(rr, i_) : (rawv)(0);                                             \
     }                                                                                              \
     for (uint k_ = 0; k_ < HOLD; k_++)                                                             \
-      held[k_] = ROUNDV(UNRAW(hx_[k_]) + UNRAW(hr_[k_]));                                          \
+      held[k_] = ROUND_HELD(UNRAW(hx_[k_]) + UNRAW(hr_[k_]));                                      \
   }
 #else
 #define HELD_DECL                                                                                  \
-  floatv held[HOLD];                                                                               \
-  {                                                                                                \
-    rawv hx_[HOLD];                                                                                \
-    for (uint k_ = 0, i_ = lane; k_ < HOLD; k_++, i_ += TPR)                                       \
-      hx_[k_] = i_ < nvec ? LOADR(xr, i_) : (rawv)(0);                                             \
-    for (uint k_ = 0; k_ < HOLD; k_++)                                                             \
-      held[k_] = UNRAW(hx_[k_]);                                                                   \
-  }
+  rawv held[HOLD];                                                                                 \
+  for (uint k_ = 0, i_ = lane; k_ < HOLD; k_++, i_ += TPR)                                         \
+    held[k_] = i_ < nvec ? LOADR(xr, i_) : (rawv)(0)
 #endif
-#define HELD_GET(i, k) (held[(k)])
-#define HELD_GET_AT(xp, rp, i, k) (held[(k)])
+#define HELD_GET(i, k) UNRAW(held[(k)])
+#define HELD_GET_AT(xp, rp, i, k) UNRAW(held[(k)])
 #else
 #define FOR_VECS(i, k, nv) for (uint i = lane, k = 0; i < (nv); i += TPR, k++)
 #define HELD_DECL

@@ -81,6 +81,17 @@ CLNORM_API clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue,
                                     const clnorm_call *call, const clnorm_variant *force,
                                     cl_uint num_wait, const cl_event *wait_list, cl_event *event);
 
+/* clnorm_run, with *first: the event of the call's first kernel (a reference of the caller's, the
+ * same event as *event where the call enqueued one kernel; rows == 0: the marker *event is). On a
+ * queue with profiling, first's CL_PROFILING_COMMAND_START to event's CL_PROFILING_COMMAND_END is
+ * what the call's kernels took, without the gap a marker enqueued before the call would add (about
+ * 9 us on NVIDIA's OpenCL). first NULL: clnorm_run; with first, event must not be NULL
+ * (CLNORM_E_INVALID_ARG). */
+CLNORM_API clnorm_status clnorm_run_span(clnorm_ctx *ctx, cl_command_queue queue,
+                                         const clnorm_call *call, const clnorm_variant *force,
+                                         cl_uint num_wait, const cl_event *wait_list,
+                                         cl_event *first, cl_event *event);
+
 /* Writes up to `cap` variants of `op` on `dtype` that this device accepts (device limits and
  * extensions; a variant may still fail its build) into out, in a fixed order; returns how many
  * there are in all. out may be NULL when cap is 0. */

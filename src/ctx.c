@@ -75,6 +75,17 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
    * OpenCL C 1.2 as their C version yet take -cl-std=CL3.0 with the sub-group feature. */
   strcpy(info->subgroup_std, strncmp(version, "OpenCL 3", 8) == 0 ? "CL3.0" : "CL2.0");
   info->is_nvidia = strstr(info->platform, "NVIDIA") != NULL && info->vendor_id == 0x10de;
+  info->ptx_sm = 0;
+  if (info->is_nvidia) {
+    /* cl_nv_device_attribute_query's CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV / _MINOR_NV */
+    cl_uint major = 0, minor = 0;
+    if (clGetDeviceInfo(ctx->device, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS &&
+        clGetDeviceInfo(ctx->device, 0x4001, sizeof minor, &minor, NULL) == CL_SUCCESS &&
+        major > 0 && major < 100 && minor < 10)
+      info->ptx_sm = major * 10 + minor;
+    else
+      info->ptx_sm = 1;
+  }
   char platform_version[256];
   CHECK_CL(ctx, clGetPlatformInfo(platform, CL_PLATFORM_VERSION, sizeof platform_version,
                                   platform_version, NULL));

@@ -715,10 +715,10 @@ static clnorm_status enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
 
 #define MAX_ATTEMPTS 24 /* launch failures one call falls back from */
 
-/* clnorm_run, but for its error log. */
+/* clnorm_run_span, but for its error log (first may be NULL: clnorm_run). */
 static clnorm_status run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                          const clnorm_variant *force, cl_uint num_wait, const cl_event *wait_list,
-                         cl_event *event) {
+                         cl_event *first_out, cl_event *event) {
   RETURN_IF(NULL, !ctx, CLNORM_E_INVALID_ARG, "ctx is NULL");
   clnorm__clear_error(ctx);
   clnorm_status st = clnorm__validate(ctx, queue, call, num_wait, wait_list);
@@ -729,6 +729,8 @@ static clnorm_status run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
   const int trace = clnorm__log_level() >= CLNORM_LOG_TRACE;
   if (call->rows == 0) {
     st = enqueue_no_rows(ctx, queue, call, num_wait, wait_list, event);
+    if (st == CLNORM_OK && first_out && clRetainEvent(*event) == CL_SUCCESS)
+      *first_out = *event;
     if (st == CLNORM_OK && trace)
       clnorm__log(CLNORM_LOG_TRACE, "exec %s %s rows=0 cols=%zu on %s: no kernel",
                   clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->cols,
@@ -761,7 +763,7 @@ static clnorm_status run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
     }
     if (clnorm__log_level() >= CLNORM_LOG_INFO)
       log_choice(ctx, call, &v, why, again);
-    attempt a = {CL_SUCCESS, 0, NULL, trace, NULL};
+    attempt a = {CL_SUCCESS, 0, NULL, trace || first_out != NULL, NULL};
     st = enqueue(ctx, queue, call, &v, prog, pending ? 1 : num_wait, pending ? &pending : wait_list,
                  last_event, &a);
     if (st == CLNORM_OK) {
@@ -802,7 +804,14 @@ static clnorm_status run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
     clReleaseEvent(pending);
   if (st == CLNORM_OK) {
     clnorm__clear_error(ctx); /* the failures fallen back from are no failure of the call */
-    if (trace) {
+    if (first_out) { /* the caller's reference: the first kernel's, or the only one's */
+      cl_event f = first ? first : *last_event;
+      clRetainEvent(f);
+      *first_out = f;
+    }
+    if (!trace && first) {
+      clReleaseEvent(first);
+    } else if (trace) {
       /* the trace takes a reference of its own to the caller's event, and owns own_event */
       cl_event last = *last_event;
       if (event)
@@ -830,7 +839,17 @@ static clnorm_status run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
 clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                          const clnorm_variant *force, cl_uint num_wait, const cl_event *wait_list,
                          cl_event *event) {
-  const clnorm_status st = run(ctx, queue, call, force, num_wait, wait_list, event);
+  return clnorm_run_span(ctx, queue, call, force, num_wait, wait_list, NULL, event);
+}
+
+clnorm_status clnorm_run_span(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                              const clnorm_variant *force, cl_uint num_wait,
+                              const cl_event *wait_list, cl_event *first, cl_event *event) {
+  clnorm_status st;
+  if (first && !event)
+    st = clnorm__fail(ctx, CLNORM_E_INVALID_ARG, "first needs event (the call's last kernel)");
+  else
+    st = run(ctx, queue, call, force, num_wait, wait_list, first, event);
   if (st != CLNORM_OK && clnorm__log_level() >= CLNORM_LOG_ERROR) {
     if (call && ctx)
       clnorm__log(CLNORM_LOG_ERROR, "%s %s rows=%zu cols=%zu failed: %s: %s",

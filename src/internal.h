@@ -21,6 +21,10 @@ typedef struct clnorm_device_info {
   cl_uint compute_units;
   int has_subgroups; /* cl_khr_subgroups */
   int is_nvidia;     /* NVIDIA's CUDA platform: inline PTX available */
+  /* NVIDIA's compute capability as major * 10 + minor (90: Hopper), 1 where the platform is
+   * NVIDIA's but the query failed, 0 elsewhere: the kernels' -DPTX, which gates the PTX each
+   * architecture has (cvt.rn.bf16x2.f32 from 80). */
+  unsigned ptx_sm;
   char subgroup_std[8]; /* -cl-std for sub-group kernels: CL2.0 or CL3.0 */
   /* Launch every kernel of a program with one global size, whatever the call (the kernels
    * stride over rows and columns): PoCL before 6 asserts when launches of one kernel with

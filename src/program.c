@@ -34,11 +34,11 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
   snprintf(buf, size,
-           "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%d -DRAW16=%d "
+           "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%u -DRAW16=%d "
            "-DRBUF=%u "
            "-DREDUCE=%u -DRMS=%d -DRVEC=%u -DSPLIT=%d -DSTATS=%u -DSTREAM=%d -DTPR=%u "
            "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s",
-           std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->is_nvidia,
+           std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->ptx_sm,
            info->raw16, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
            clnorm__reduce_vec(info), split, (unsigned)v->stats, info->stream_stores, v->tpr,
            info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");

@@ -40,7 +40,17 @@ static int untouched(void) {
 }
 
 static clnorm_call base(clnorm_op op) {
-  clnorm_call c = {.op = op, .rows = ROWS, .cols = COLS, .dtype = CLNORM_F32, .eps = 1e-5f, .x = {xb, 0, 0}, .y = {yb, 0, 0}, .gamma = gb, .beta = bb, .mean = mb, .rstd = rb};
+  clnorm_call c = {.op = op,
+                   .rows = ROWS,
+                   .cols = COLS,
+                   .dtype = CLNORM_F32,
+                   .eps = 1e-5f,
+                   .x = {xb, 0, 0},
+                   .y = {yb, 0, 0},
+                   .gamma = gb,
+                   .beta = bb,
+                   .mean = mb,
+                   .rstd = rb};
   if (op == CLNORM_OP_RMSNORM) {
     c.beta = NULL;
     c.mean = NULL;
@@ -55,8 +65,8 @@ static void expect_invalid(const char *what, clnorm_ctx *ctx, cl_command_queue q
   clnorm_status st;
   /* through the public entry points, which is what users call */
   if (c->op == CLNORM_OP_LAYERNORM)
-    st = clnorm_layernorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->gamma,
-                          c->beta, c->y, c->mean, c->rstd, 0, NULL, NULL);
+    st = clnorm_layernorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->gamma, c->beta,
+                          c->y, c->mean, c->rstd, 0, NULL, NULL);
   else
     st = clnorm_rmsnorm(ctx, queue, c->rows, c->cols, c->dtype, c->eps, c->x, c->gamma, c->y,
                         c->rstd, 0, NULL, NULL);
@@ -313,6 +323,65 @@ static void new_ops(void) {
   clReleaseMemObject(dbb);
 }
 
+/* clnorm_run_span: the first kernel's event and the last one's, on a queue with profiling. A
+ * forward call enqueues one kernel (first is the same event); a backward call with weight
+ * gradients two (the row pass, then the reduction), whose first starts no later than the last
+ * and ends no later than the last ends. first without event is refused. */
+static void run_span(void) {
+  cl_int e;
+  cl_command_queue pq = clCreateCommandQueue(h.context, h.device, CL_QUEUE_PROFILING_ENABLE, &e);
+  if (e != CL_SUCCESS) {
+    harness_fail("run_span: a profiling queue: %d", (int)e);
+    return;
+  }
+  cl_event first = NULL, last = NULL;
+  clnorm_call c = base(CLNORM_OP_LAYERNORM);
+  clnorm_status st = clnorm_run_span(h.ctx, pq, &c, NULL, 0, NULL, &first, NULL);
+  if (st != CLNORM_E_INVALID_ARG || first)
+    harness_fail("run_span: first without event: %s, not INVALID_ARG with nothing given",
+                 clnorm_status_string(st));
+  st = clnorm_run_span(h.ctx, pq, &c, NULL, 0, NULL, &first, &last);
+  if (st != CLNORM_OK || !first || first != last)
+    harness_fail("run_span: forward: %s, first %p, last %p (one kernel: the same event)",
+                 clnorm_status_string(st), (void *)first, (void *)last);
+  if (first)
+    clReleaseEvent(first);
+  if (last)
+    clReleaseEvent(last);
+  cl_mem dg = harness_buffer(&h, COLS * 4, NULL), db = harness_buffer(&h, COLS * 4, NULL);
+  c.op = CLNORM_OP_LAYERNORM_BWD;
+  c.dy = (clnorm_rows){xb, 0, 0};
+  c.beta = NULL;
+  c.dgamma = dg;
+  c.dbeta = db;
+  first = last = NULL;
+  st = clnorm_run_span(h.ctx, pq, &c, NULL, 0, NULL, &first, &last);
+  if (st != CLNORM_OK || !first || !last || first == last) {
+    harness_fail("run_span: backward: %s: %s (two kernels: two events)", clnorm_status_string(st),
+                 clnorm_ctx_errmsg(h.ctx));
+  } else {
+    cl_ulong fs = 0, fe = 0, ls = 0, le = 0;
+    clWaitForEvents(1, &last);
+    clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof fs, &fs, NULL);
+    clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_END, sizeof fe, &fe, NULL);
+    clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_START, sizeof ls, &ls, NULL);
+    clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof le, &le, NULL);
+    if (!(fs > 0 && fs <= fe && fs <= ls && fe <= le))
+      harness_fail("run_span: backward: first %llu..%llu, last %llu..%llu out of order",
+                   (unsigned long long)fs, (unsigned long long)fe, (unsigned long long)ls,
+                   (unsigned long long)le);
+  }
+  if (first)
+    clReleaseEvent(first);
+  if (last)
+    clReleaseEvent(last);
+  clFinish(pq);
+  clReleaseMemObject(dg);
+  clReleaseMemObject(db);
+  clReleaseCommandQueue(pq);
+  printf("  ok: clnorm_run_span\n");
+}
+
 int main(void) {
   harness_open(&h, "test_args");
   float x[ROWS * COLS];
@@ -446,9 +515,8 @@ int main(void) {
         harness_fail("the call started before its wait list completed");
       cl_command_queue peek = clCreateCommandQueue(h.context, h.device, 0, &e);
       float y_now[ROWS * COLS];
-      if (e == CL_SUCCESS &&
-          clEnqueueReadBuffer(peek, yb, CL_TRUE, 0, sizeof y_now, y_now, 0, NULL, NULL) ==
-              CL_SUCCESS) {
+      if (e == CL_SUCCESS && clEnqueueReadBuffer(peek, yb, CL_TRUE, 0, sizeof y_now, y_now, 0, NULL,
+                                                 NULL) == CL_SUCCESS) {
         for (size_t i = 0; i < ROWS * COLS; i++)
           if (y_now[i] != SENTINEL) {
             harness_fail("y was written before the call's wait list completed");
@@ -471,8 +539,8 @@ int main(void) {
     ev = NULL;
     st = clnorm_run(h.ctx, h.queue, &c, NULL, 1, &gate, &ev);
     if (st != CLNORM_OK || !ev)
-      harness_fail("call with a completed event in its wait list: %s: %s",
-                   clnorm_status_string(st), clnorm_ctx_errmsg(h.ctx));
+      harness_fail("call with a completed event in its wait list: %s: %s", clnorm_status_string(st),
+                   clnorm_ctx_errmsg(h.ctx));
     if (ev)
       clReleaseEvent(ev);
     clFinish(h.queue);
@@ -507,7 +575,8 @@ int main(void) {
         const char *msg = clnorm_ctx_errmsg(h.ctx);
         if (st != CLNORM_E_UNSUPPORTED || !*msg)
           harness_fail("forced variant %s: expected CLNORM_E_UNSUPPORTED and a message, got %s "
-                       "\"%s\"", text, clnorm_status_string(st), msg);
+                       "\"%s\"",
+                       text, clnorm_status_string(st), msg);
         if (!untouched())
           harness_fail("forced variant %s wrote an output", text);
         const clnorm_status cs = clnorm_variant_check(h.ctx, &c, &bad[b]);
@@ -536,6 +605,7 @@ int main(void) {
     }
   }
   new_ops();
+  run_span();
   for (int s = 0; s <= 7; s++)
     if (!clnorm_status_string((clnorm_status)s) || !*clnorm_status_string((clnorm_status)s))
       harness_fail("clnorm_status_string(%d) is empty", s);

@@ -1178,12 +1178,12 @@ typedef struct timing {
 } timing;
 
 /* Median of repeated runs, after warm-up, until the median settles (or 1 s, or 200 runs),
- * rotating the input sets. Cut short when the first runs are more than 3x `best`. A run is
- * timed from a marker enqueued just before the call to the end of the call's event, as CUDA
- * events around the call would time it: a call may enqueue several kernels (backward: the row
- * pass and the weight-gradient reduction; few long rows: split-row statistics, then the
- * normalization) and its event is the last one's, whose own start-to-end (`own`) covers the
- * whole call only when it enqueued one kernel. */
+ * rotating the input sets. Cut short when the first runs are more than 3x `best`. A run is timed
+ * from its first kernel's start to its last kernel's end (clnorm_run_span): a call may enqueue
+ * several kernels (backward: the row pass and the weight-gradient reduction; few long rows:
+ * split-row statistics, then the normalization), and a marker enqueued before the call would add
+ * its own gap (about 9 us on NVIDIA's OpenCL, as long as a whole kernel of 4M elements), which
+ * ranked noise. `own`: the last kernel's own start-to-end. */
 static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, double best,
                                   timing *out) {
   double times[200], owns[200], sorted[200];
@@ -1193,17 +1193,14 @@ static clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < 2 + 200; i++) {
     const clnorm_call call = shape_call(sh, i % sh->sets);
-    cl_event ev, before;
-    if (clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &before) != CL_SUCCESS)
-      return CLNORM_E_OPENCL;
-    const clnorm_status st = clnorm_run(s->ctx, s->queue, &call, v, 0, NULL, &ev);
-    if (st != CLNORM_OK) {
-      clReleaseEvent(before);
+    cl_event ev, first;
+    const clnorm_status st = clnorm_run_span(s->ctx, s->queue, &call, v, 0, NULL, &first, &ev);
+    if (st != CLNORM_OK)
       return st;
-    }
-    double own = 0.0;
-    const double t = tool_span_seconds(before, ev, &own);
-    if (t < 0)
+    clRetainEvent(ev);
+    const double own = tool_event_seconds(ev); /* releases the reference just taken */
+    const double t = tool_call_seconds(first, ev);
+    if (t < 0 || own < 0)
       return CLNORM_E_OPENCL;
     if (i < 2)
       continue; /* warm-up */
@@ -2431,8 +2428,8 @@ static int bench_grid(const options *o, session *s, double copy, const char *cop
   static const char timing_note[] =
       "median kernel time from OpenCL profiling events after 2 warm-up runs (10 to 200 runs, "
       "until the median settles or about 1 s), rotating buffer sets to exceed 4x the device "
-      "cache; a run lasts from a marker enqueued just before the call to the end of the call's "
-      "event (a call may enqueue several kernels; event_us: that event's own start to end); "
+      "cache; a run lasts from the call's first kernel's start to its last kernel's end "
+      "(clnorm_run_span: no marker's gap; event_us: the last kernel's own start to end); "
       "GB/s: each input read once, each output written once; wall: 200 calls back to back on "
       "a queue without profiling, then clFinish, per call (shapes below 1M elements)";
   if (o->json) {

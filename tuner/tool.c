@@ -220,6 +220,23 @@ double tool_span_seconds(cl_event first, cl_event last, double *last_own) {
   return (double)(end - first_end) * 1e-9;
 }
 
+double tool_call_seconds(cl_event first, cl_event last) {
+  cl_ulong start = 0, end = 0, last_start = 0;
+  cl_int e = clWaitForEvents(1, &last);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_START, sizeof last_start, &last_start,
+                                NULL);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+  clReleaseEvent(first);
+  clReleaseEvent(last);
+  if (e != CL_SUCCESS || end < last_start || last_start < start)
+    return -1.0;
+  return (double)(end - start) * 1e-9;
+}
+
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

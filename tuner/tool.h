@@ -57,6 +57,11 @@ double tool_span_seconds(cl_event first, cl_event last, double *last_own);
 /* Median of n values (reorders them). */
 double tool_median(double *values, size_t n);
 
+/* Seconds from first's start to last's end (the kernels of one call, clnorm_run_span), after
+ * waiting for last; releases both. Negative when the profiling information is missing or the
+ * times do not follow each other. */
+double tool_call_seconds(cl_event first, cl_event last);
+
 /* A copy kernel, the yardstick of every GB/s figure: "copy(src, dst)" moves one float4 or
  * float16 per work-item, with plain stores or streaming (non-temporal) ones, as the library's
  * kernels use on some devices (clnorm_device_info.stream_stores). */
