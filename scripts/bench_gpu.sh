@@ -4,7 +4,8 @@
 #   2. `normtune bench --grid gpu --json` on the NVIDIA device: every op x dtype x shape of the
 #      grid through the dispatcher, checked against the float64 reference, next to the copy
 #      bandwidth of the same run;
-#   3. the PyTorch peer (.device-kit/peer_torch.py: eager and torch.compile LayerNorm and RMSNorm)
+#   3. the PyTorch peer (scripts/peer_torch.py: eager, and torch.compile specialized to each shape,
+#      LayerNorm and RMSNorm)
 #      on the same shapes and dtypes;
 #   4. scripts/compare_peer.py: the side-by-side markdown table and a combined JSON.
 #
@@ -93,7 +94,7 @@ shapes=${shapes:--}
 dtypes=${dtypes:--}
 torch_json=
 if [ "${PEER:-1}" != 0 ] && [ "$shapes" != - ]; then
-  peer=("$kit/peer_torch.py")
+  peer=("$root/scripts/peer_torch.py")
   [ "${PEER:-1}" = cpu ] && peer=("$root/scripts/peer_cpu.py" --threads "$(nproc)")
   echo "== PyTorch peer (${peer[*]}): shapes $shapes, dtypes $dtypes" >&2
   if PYTHONUNBUFFERED=1 python3 "${peer[@]}" --shapes "$shapes" --dtypes "$dtypes" \
