@@ -36,6 +36,11 @@ static int in_space(const clnorm_variant *v, clnorm_dtype dtype) {
    * (tests/test_space.c) */
   if ((v->wg == 2 || v->wg == 8) && v->tpr != 1)
     return 0;
+  /* hold 2 and 8: the GPU heuristic's (cl/common.cl's held rows at 2 to 8 vectors per work-item,
+   * tests/test_space.c), never with one work-item per row, 8 only from a warp of work-items per
+   * row up */
+  if ((v->hold == 2 && v->tpr == 1) || (v->hold == 8 && v->tpr < 32))
+    return 0;
   if (v->tpr == 1)
     return v->vec >= 4;
   return dtype == CLNORM_F32 ? v->vec <= 8 : v->vec >= 4;
