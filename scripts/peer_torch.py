@@ -10,7 +10,7 @@ torch.compile is given every shape afresh: the compiled function is made with dy
 torch._dynamo.reset(), so that each shape gets the kernel Inductor specializes for it. One
 compiled function called with many shapes recompiles a few times and then falls back to a
 dynamic-shape kernel: on an H200, bfloat16 LayerNorm 8192 x 8192 then took 183 us where its own
-kernel takes about 71 (docs/PERFORMANCE.md), a peer slower than it is."""
+specialized kernel takes 78 (docs/PERFORMANCE.md): a peer slower than it is."""
 import argparse
 import json
 
