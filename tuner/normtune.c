@@ -416,11 +416,6 @@ static void session_close(session *s) {
 #define MAX_SETS 8      /* input/output sets rotated so large shapes are not timed from cache */
 #define POOL_SIZE 65536 /* normals drawn once to fill large matrices from; a power of 2 */
 
-/* Tolerances: see check_rows. */
-#define TOL_FWD 1e-5 /* forward outputs, relative to the row's largest |ref|; mean and rstd */
-#define TOL_ADV 2e-4 /* the row of 1e4 + N(0,1) */
-#define TOL_BWD 1e-4 /* dx relative to its scale; dgamma, dbeta relative to their largest |ref| */
-
 /* The matrices of a call. */
 enum { MAT_X, MAT_Y, MAT_RES, MAT_SUM, MAT_DY, MATS };
 
@@ -645,11 +640,11 @@ static void note(errors *e, double rel, double scaled, const char *what, int cou
 
 /* Checks n rows of outputs against the float64 reference of the same rows' inputs (dense,
  * n x cols; fmean/frstd: the backward's inputs of these rows). got_* are NULL where the op has
- * no such output. The measures (as tests/test_ops.c; M: the row's largest |ref|):
+ * no such output. The measures (verify/ref.h, as the tests; M: the row's largest |ref|):
  *   y:          |y - ref| <= TOL_FWD * M (float32); 1 ulp of the dtype at ref + TOL_FWD * M
  *               (float16, bfloat16: the float32 result rounded once, plus float32's error)
- *   dx:         the same with TOL_BWD relative to max(M, rstd * max |gamma * dy|) of the row:
- *               dx cancels, so float32's error is relative to its terms, not to dx
+ *   dx:         clnorm_ref_dx_error: the same with TOL_BWD relative to max(M, rstd * max
+ *               |gamma * dy|) of the row, the one rule, all-zero rows included
  *   mean, rstd: relative error <= TOL_FWD
  *   sum_out:    bit-exact against the reference h = x + residual rounded to dtype
  * adversarial: row 0 is the row of 1e4 + N(0,1), held to TOL_ADV and left out of e->rel.
@@ -660,7 +655,7 @@ static int check_rows(clnorm_op op, clnorm_dtype dtype, size_t n, size_t cols, c
                       const float *got_sum, const float *got_mean, const float *got_rstd,
                       int adversarial, errors *e) {
   const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op), rms = clnorm__op_rms(op);
-  const double ulps = dtype == CLNORM_F32 ? 0.0 : 1.0;
+  const double ulps = clnorm_ref_dtype_ulps(dtype);
   double *ref = malloc(n * cols * sizeof(double));
   double *ref_mean = malloc(n * sizeof(double)), *ref_rstd = malloc(n * sizeof(double));
   float *h = add ? malloc(n * cols * sizeof(float)) : NULL;
@@ -687,20 +682,13 @@ static int check_rows(clnorm_op op, clnorm_dtype dtype, size_t n, size_t cols, c
     clnorm_ref_layernorm(n, cols, x, cols, gamma, beta, 1e-5, ref, ref_mean, ref_rstd);
   for (size_t r = 0; r < n; r++) {
     const int adv = adversarial && r == 0;
-    const double tol = adv ? TOL_ADV : TOL_FWD;
+    const double tol = adv ? CLNORM_TOL_ADV : CLNORM_TOL_FWD;
     const float *got = got_y + r * cols;
     const double *want = ref + r * cols;
     if (bwd) {
-      double m = 0.0, gmax = 0.0;
-      for (size_t i = 0; i < cols; i++) {
-        const double g = fabs((gamma ? (double)gamma[i] : 1.0) * (double)dy[r * cols + i]);
-        m = fabs(want[i]) > m ? fabs(want[i]) : m;
-        gmax = g > gmax ? g : gmax;
-      }
-      const double terms = (double)frstd[r] * gmax;
-      const double scale = m > 0.0 && terms > m ? terms / m : 1.0;
+      const double scale = clnorm_ref_dx_scale(cols, want, dy + r * cols, gamma, frstd[r]);
       note(e, clnorm_ref_scaled_error(cols, got, want, dtype, 0.0, scale),
-           clnorm_ref_scaled_error(cols, got, want, dtype, ulps, TOL_BWD * scale), "dx", 1);
+           clnorm_ref_dx_error(cols, got, want, dtype, dy + r * cols, gamma, frstd[r]), "dx", 1);
       continue;
     }
     note(e, clnorm_ref_scaled_error(cols, got, want, dtype, 0.0, 1.0),
@@ -1145,7 +1133,7 @@ static clnorm_status run_checked(session *s, const shape *sh, const operands *o,
         goto done;
       }
       note(e, clnorm_ref_scaled_error(cols, got_w, ref_w[i], dtype, 0.0, 1.0),
-           clnorm_ref_scaled_error(cols, got_w, ref_w[i], dtype, ulps, TOL_BWD),
+           clnorm_ref_scaled_error(cols, got_w, ref_w[i], dtype, ulps, CLNORM_TOL_BWD),
            i == 0 ? "dgamma" : "dbeta", 1);
     }
   }
