@@ -1,6 +1,7 @@
 /* The tuning database (see db.h): the only file of clnorm that talks to SQLite. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "names.h"
 #include "platform.h"
 
 #include <sqlite3.h>
@@ -247,25 +248,8 @@ static clnorm_status db_fail(clnorm_db *db, int rc, const char *doing, char *err
   return sql_fail(db->path, db->sql, rc, doing, err, err_size);
 }
 
-/* ---- names stored in the database and in JSON */
-
-static const char *const op_names[] = {"layernorm",   "rmsnorm",       "add_layernorm",
-                                       "add_rmsnorm", "layernorm_bwd", "rmsnorm_bwd"};
-static const char *const dtype_names[] = {"f32", "f16", "bf16"};
-static const char *const reduce_names[] = {"local", "subgroup", "nvshfl"};
-static const char *const stats_names[] = {"welford", "twopass"};
-static const char *const outcome_names[] = {"ok", "wrong", "build_failed", "unsupported", "slow"};
-
 const char *clnorm__outcome_name(clnorm_outcome outcome) {
-  return (unsigned)outcome < COUNT(outcome_names) ? outcome_names[outcome] : "?";
-}
-
-/* Index of text in names, or -1. */
-static int name_index(const char *const *names, size_t count, const char *text) {
-  for (size_t i = 0; text && i < count; i++)
-    if (strcmp(names[i], text) == 0)
-      return (int)i;
-  return -1;
+  return clnorm__name_of(clnorm__outcome_names, CLNORM__OUTCOME_COUNT, (int)outcome, "?");
 }
 
 static void hash_text(uint64_t hash, char out[17]) {
@@ -329,9 +313,9 @@ static int time_ok(double t) { return isnan(t) || t >= 0; }
 
 static int result_valid(const clnorm_result *r, char *buf, size_t size) {
   const clnorm_variant *v = &r->variant;
-  if ((unsigned)r->op >= COUNT(op_names))
+  if ((unsigned)r->op >= COUNT(clnorm__op_names))
     return why(buf, size, "op: unknown value %d", (int)r->op);
-  if ((unsigned)r->dtype >= COUNT(dtype_names))
+  if ((unsigned)r->dtype >= COUNT(clnorm__dtype_names))
     return why(buf, size, "dtype: unknown value %d", (int)r->dtype);
   if (r->cols < 1 || r->cols > MAX_COLS)
     return why(buf, size, "cols: %llu is not from 1 to %llu", (unsigned long long)r->cols,
@@ -348,11 +332,11 @@ static int result_valid(const clnorm_result *r, char *buf, size_t size) {
     return why(buf, size, "vec: %u is not 1, 2, 4, 8 or 16", v->vec);
   if (v->hold > MAX_HOLD)
     return why(buf, size, "hold: %u is above %d", v->hold, MAX_HOLD);
-  if ((unsigned)v->reduce >= COUNT(reduce_names))
+  if ((unsigned)v->reduce >= COUNT(clnorm__reduce_names))
     return why(buf, size, "reduce: unknown value %d", (int)v->reduce);
-  if ((unsigned)v->stats >= COUNT(stats_names))
+  if ((unsigned)v->stats >= COUNT(clnorm__stats_names))
     return why(buf, size, "stats: unknown value %d", (int)v->stats);
-  if ((unsigned)r->outcome >= COUNT(outcome_names))
+  if ((unsigned)r->outcome >= COUNT(clnorm__outcome_names))
     return why(buf, size, "status: unknown value %d", (int)r->outcome);
   if (!time_ok(r->median_s) || !time_ok(r->min_s) || !time_ok(r->gbps) || !time_ok(r->max_err))
     return why(buf, size, "median_s, min_s, gbps and max_err must be >= 0 or NaN");
@@ -878,18 +862,10 @@ static void bind_device(sqlite3_stmt *st, const clnorm_device_identity *d) {
   sqlite3_bind_int64(st, 8, (sqlite3_int64)d->local_mem);
 }
 
-static int same_device(const clnorm_device_identity *a, const clnorm_device_identity *b) {
-  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
-         a->max_clock_mhz == b->max_clock_mhz && a->local_mem == b->local_mem &&
-         strcmp(a->vendor, b->vendor) == 0 && strcmp(a->name, b->name) == 0 &&
-         strcmp(a->driver_version, b->driver_version) == 0 &&
-         strcmp(a->cl_version, b->cl_version) == 0;
-}
-
 /* The row id of device into *id (-1 when it is not stored and create is 0). */
 static int device_id(clnorm_db *db, const clnorm_device_identity *d, int create,
                      sqlite3_int64 *id) {
-  if (db->cached && same_device(&db->cached_device, d)) {
+  if (db->cached && clnorm__identity_equal(&db->cached_device, d)) {
     *id = db->cached_id;
     return SQLITE_OK;
   }
@@ -934,23 +910,23 @@ static void bind_key(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result
   hash_text(r->kernel_hash, hash);
   sqlite3_bind_int64(st, 1, device);
   sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, op_names[r->op], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, dtype_names[r->dtype], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, clnorm__op_names[r->op], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, clnorm__dtype_names[r->dtype], -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 5, (sqlite3_int64)r->cols);
   sqlite3_bind_int64(st, 6, r->row_class);
   sqlite3_bind_int64(st, 7, r->variant.wg);
   sqlite3_bind_int64(st, 8, r->variant.tpr);
   sqlite3_bind_int64(st, 9, r->variant.vec);
   sqlite3_bind_int64(st, 10, r->variant.hold);
-  sqlite3_bind_text(st, 11, reduce_names[r->variant.reduce], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 12, stats_names[r->variant.stats], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 11, clnorm__reduce_names[r->variant.reduce], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 12, clnorm__stats_names[r->variant.stats], -1, SQLITE_STATIC);
 }
 
 static void bind_result(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r) {
   char hash[17];
   bind_key(st, device, r, hash);
   sqlite3_bind_int64(st, 13, (sqlite3_int64)r->rows);
-  sqlite3_bind_text(st, 14, outcome_names[r->outcome], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 14, clnorm__outcome_names[r->outcome], -1, SQLITE_STATIC);
   bind_double(st, 15, r->median_s);
   bind_double(st, 16, r->min_s);
   bind_double(st, 17, r->gbps);
@@ -1037,11 +1013,13 @@ static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *
     snprintf(reason, reason_size, "%s is out of range or of the wrong type", row_columns[bad]);
     return 0;
   }
-  const int op_i = name_index(op_names, COUNT(op_names), op);
-  const int dtype_i = name_index(dtype_names, COUNT(dtype_names), dtype);
-  const int reduce_i = name_index(reduce_names, COUNT(reduce_names), reduce);
-  const int stats_i = name_index(stats_names, COUNT(stats_names), stats);
-  const int outcome_i = name_index(outcome_names, COUNT(outcome_names), outcome);
+  const int op_i = clnorm__name_index(clnorm__op_names, COUNT(clnorm__op_names), op);
+  const int dtype_i = clnorm__name_index(clnorm__dtype_names, COUNT(clnorm__dtype_names), dtype);
+  const int reduce_i =
+      clnorm__name_index(clnorm__reduce_names, COUNT(clnorm__reduce_names), reduce);
+  const int stats_i = clnorm__name_index(clnorm__stats_names, COUNT(clnorm__stats_names), stats);
+  const int outcome_i =
+      clnorm__name_index(clnorm__outcome_names, COUNT(clnorm__outcome_names), outcome);
   if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0) {
     snprintf(reason, reason_size, "unknown %s",
              op_i < 0       ? "op"
@@ -1654,7 +1632,7 @@ static int export_row(void *user, const clnorm_device_identity *d, const clnorm_
                       int winner) {
   exporter *x = user;
   FILE *f = x->f;
-  if (x->devices == 0 || !same_device(&x->device, d)) {
+  if (x->devices == 0 || !clnorm__identity_equal(&x->device, d)) {
     fputs(x->devices ? "\n   ]},\n" : "\n", f);
     fprintf(f, "  {\"vendor_id\": %u, \"vendor\": ", (unsigned)d->vendor_id);
     json_string(f, d->vendor);
@@ -1676,12 +1654,18 @@ static int export_row(void *user, const clnorm_device_identity *d, const clnorm_
   hash_text(r->kernel_hash, hash);
   fprintf(f,
           "%s\n    {\"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
-          "\"rows\": %llu, \"wg\": %u, \"tpr\": %u, \"vec\": %u, \"hold\": %u, "
-          "\"reduce\": \"%s\", \"stats\": \"%s\", \"status\": \"%s\", \"median_s\": ",
-          x->results ? "," : "", op_names[r->op], dtype_names[r->dtype],
-          (unsigned long long)r->cols, r->row_class, (unsigned long long)r->rows, r->variant.wg,
-          r->variant.tpr, r->variant.vec, r->variant.hold, reduce_names[r->variant.reduce],
-          stats_names[r->variant.stats], outcome_names[r->outcome]);
+          "\"rows\": %llu, ",
+          x->results ? "," : "", clnorm__op_names[r->op], clnorm__dtype_names[r->dtype],
+          (unsigned long long)r->cols, r->row_class, (unsigned long long)r->rows);
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
+    const clnorm_variant_param *p = &clnorm__variant_params[i];
+    const unsigned value = clnorm__variant_param(&r->variant, i);
+    if (p->names)
+      fprintf(f, "\"%s\": \"%s\", ", p->name, p->names[value]);
+    else
+      fprintf(f, "\"%s\": %u, ", p->name, value);
+  }
+  fprintf(f, "\"status\": \"%s\", \"median_s\": ", clnorm__outcome_names[r->outcome]);
   json_double(f, r->median_s);
   fputs(", \"min_s\": ", f);
   json_double(f, r->min_s);
@@ -2142,7 +2126,7 @@ static int get_name(checker *c, const jnode *obj, const char *key, const char *c
   const jnode *n = member(c, obj, key, J_STRING);
   if (!n)
     return 0;
-  *out = name_index(names, count, n->str);
+  *out = clnorm__name_index(names, count, n->str);
   if (*out < 0) {
     char list[160] = "";
     for (size_t i = 0; i < count; i++)
@@ -2200,16 +2184,16 @@ static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
   uint64_t cols, row_class, rows, wg, tpr, vec, hold, measured_at;
   int op, dtype, reduce, stats, outcome;
   char hash[32];
-  if (!get_name(c, obj, "op", op_names, COUNT(op_names), &op) ||
-      !get_name(c, obj, "dtype", dtype_names, COUNT(dtype_names), &dtype) ||
+  if (!get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op) ||
+      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype) ||
       !get_uint(c, obj, "cols", 1, MAX_COLS, &cols) ||
       !get_uint(c, obj, "row_class", 0, MAX_ROW_CLASS, &row_class) ||
       !get_uint(c, obj, "rows", 0, MAX_ROWS, &rows) || !get_uint(c, obj, "wg", 1, MAX_WG, &wg) ||
       !get_uint(c, obj, "tpr", 1, MAX_WG, &tpr) || !get_uint(c, obj, "vec", 1, 16, &vec) ||
       !get_uint(c, obj, "hold", 0, MAX_HOLD, &hold) ||
-      !get_name(c, obj, "reduce", reduce_names, COUNT(reduce_names), &reduce) ||
-      !get_name(c, obj, "stats", stats_names, COUNT(stats_names), &stats) ||
-      !get_name(c, obj, "status", outcome_names, COUNT(outcome_names), &outcome) ||
+      !get_name(c, obj, "reduce", clnorm__reduce_names, COUNT(clnorm__reduce_names), &reduce) ||
+      !get_name(c, obj, "stats", clnorm__stats_names, COUNT(clnorm__stats_names), &stats) ||
+      !get_name(c, obj, "status", clnorm__outcome_names, COUNT(clnorm__outcome_names), &outcome) ||
       !get_measure(c, obj, "median_s", &r->median_s) || !get_measure(c, obj, "min_s", &r->min_s) ||
       !get_measure(c, obj, "gbps", &r->gbps) || !get_measure(c, obj, "max_err", &r->max_err) ||
       !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||

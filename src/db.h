@@ -34,14 +34,22 @@ typedef struct clnorm_device_identity {
   cl_ulong local_mem; /* bytes */
 } clnorm_device_identity;
 
-/* How a measured candidate ended; stored as its name ("ok", "wrong", ...). */
-typedef enum clnorm_outcome {
-  CLNORM_OUTCOME_OK = 0,           /* verified and timed */
-  CLNORM_OUTCOME_WRONG = 1,        /* failed verification */
-  CLNORM_OUTCOME_BUILD_FAILED = 2, /* did not compile */
-  CLNORM_OUTCOME_UNSUPPORTED = 3,  /* the device or call cannot run it */
-  CLNORM_OUTCOME_SLOW = 4          /* cut short at more than 3x the best so far */
-} clnorm_outcome;
+/* 1 when a and b are the same identity (every field equal), else 0. */
+int clnorm__identity_equal(const clnorm_device_identity *a, const clnorm_device_identity *b);
+
+/* How a measured candidate ended; stored as its name ("ok", "wrong", ...).
+ *   OK           verified and timed
+ *   WRONG        failed verification
+ *   BUILD_FAILED did not compile
+ *   UNSUPPORTED  the device or call cannot run it
+ *   SLOW         cut short at more than 3x the best so far */
+#define CLNORM_OUTCOME_MAP(X)                                                                      \
+  X(CLNORM_OUTCOME_OK, 0, "ok")                                                                    \
+  X(CLNORM_OUTCOME_WRONG, 1, "wrong")                                                              \
+  X(CLNORM_OUTCOME_BUILD_FAILED, 2, "build_failed")                                                \
+  X(CLNORM_OUTCOME_UNSUPPORTED, 3, "unsupported")                                                  \
+  X(CLNORM_OUTCOME_SLOW, 4, "slow")
+typedef enum clnorm_outcome { CLNORM_OUTCOME_MAP(CLNORM_ENUMERATOR) } clnorm_outcome;
 
 /* One measured candidate. (kernel_hash, op, dtype, cols, row_class, variant) and the device are
  * its key. Times are seconds; a value not measured is NaN (stored as NULL). */

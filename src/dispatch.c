@@ -1,5 +1,6 @@
 /* The path of a call: validate, choose a variant, get its kernel, enqueue. */
 #include "internal.h"
+#include "names.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -96,19 +97,7 @@ static void unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t p
 }
 
 const char *clnorm_choice_string(clnorm_choice why) {
-  switch (why) {
-  case CLNORM_CHOICE_FORCED:
-    return "forced";
-  case CLNORM_CHOICE_TUNED:
-    return "tuned";
-  case CLNORM_CHOICE_NEAREST:
-    return "nearest";
-  case CLNORM_CHOICE_BUILTIN:
-    return "builtin";
-  case CLNORM_CHOICE_HEURISTIC:
-    return "heuristic";
-  }
-  return "unknown";
+  return clnorm__name_of(clnorm__choice_names, CLNORM__CHOICE_COUNT, (int)why, "unknown");
 }
 
 /* The variant as this call runs it: the vector width narrowed to what the call can run

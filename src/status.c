@@ -4,18 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CLNORM_STATUS_MAP(X)                                                                       \
-  X(CLNORM_OK, "success")                                                                          \
-  X(CLNORM_E_INVALID_ARG, "invalid argument")                                                      \
-  X(CLNORM_E_UNSUPPORTED, "unsupported on this device or build")                                   \
-  X(CLNORM_E_OPENCL, "OpenCL call failed")                                                         \
-  X(CLNORM_E_BUILD, "kernel build failed")                                                         \
-  X(CLNORM_E_NO_MEMORY, "out of memory")                                                           \
-  X(CLNORM_E_DB, "tuning database problem")
-
 const char *clnorm_status_string(clnorm_status status) {
   switch (status) {
-#define X(name, text)                                                                              \
+#define X(name, value, text)                                                                       \
   case name:                                                                                       \
     return text;
     CLNORM_STATUS_MAP(X)

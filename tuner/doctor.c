@@ -250,14 +250,6 @@ static void section_platforms(doctor *d) {
 
 /* ---- the tuning database */
 
-static int same_identity(const clnorm_device_identity *a, const clnorm_device_identity *b) {
-  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
-         a->max_clock_mhz == b->max_clock_mhz && a->local_mem == b->local_mem &&
-         strcmp(a->vendor, b->vendor) == 0 && strcmp(a->name, b->name) == 0 &&
-         strcmp(a->driver_version, b->driver_version) == 0 &&
-         strcmp(a->cl_version, b->cl_version) == 0;
-}
-
 typedef struct listing {
   doctor *d;
   int here_tuned; /* a device of this machine has current results */
@@ -268,7 +260,7 @@ static int on_device(void *user, const clnorm_device_identity *id,
   listing *l = user;
   int here = 0, model_here = 0;
   for (size_t i = 0; i < l->d->nlive; i++) {
-    here |= same_identity(id, &l->d->live[i]);
+    here |= clnorm__identity_equal(id, &l->d->live[i]);
     model_here |= id->vendor_id == l->d->live[i].vendor_id &&
                   strcmp(id->vendor, l->d->live[i].vendor) == 0 &&
                   strcmp(id->name, l->d->live[i].name) == 0;

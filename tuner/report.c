@@ -58,18 +58,10 @@ typedef struct report {
   int no_memory, too_many_devices;
 } report;
 
-static int same_identity(const clnorm_device_identity *a, const clnorm_device_identity *b) {
-  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
-         a->max_clock_mhz == b->max_clock_mhz && a->local_mem == b->local_mem &&
-         strcmp(a->vendor, b->vendor) == 0 && strcmp(a->name, b->name) == 0 &&
-         strcmp(a->driver_version, b->driver_version) == 0 &&
-         strcmp(a->cl_version, b->cl_version) == 0;
-}
-
 /* Index of the device in rp (added when new), or MAX_DEVICES when there is no room. */
 static size_t device_index(report *rp, const clnorm_device_identity *id) {
   for (size_t i = 0; i < rp->ndev; i++)
-    if (same_identity(&rp->dev[i].id, id))
+    if (clnorm__identity_equal(&rp->dev[i].id, id))
       return i;
   if (rp->ndev == MAX_DEVICES) {
     rp->too_many_devices = 1;
