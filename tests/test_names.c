@@ -3,6 +3,8 @@
  * and its JSON export and import. A name spelled twice that drifted would fail here. No device:
  * the database is a temporary file. */
 #define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+#include "kernel_flags.h"
 #include "names.h"
 
 #include <stdio.h>
@@ -157,6 +159,16 @@ static void database_round_trip(void) {
   rmdir(dir);
 }
 
+/* The flag bits of src/kernel_flags.h are the ones cl/common.cl defines. */
+static void kernel_flags(void) {
+  char want[64];
+#define FLAG(name, value)                                                                          \
+  snprintf(want, sizeof want, "#define %s %s\n", #name, #value);                                   \
+  EXPECT(strstr(clnorm__src_common, want), "cl/common.cl has no \"%.*s\"", (int)strlen(want) - 1,  \
+         want);
+  CLNORM_KERNEL_FLAG_MAP(FLAG)
+}
+
 int main(void) {
   round_trip("status", clnorm__status_names, CLNORM__STATUS_COUNT);
   round_trip("op", clnorm__op_names, CLNORM_OP_COUNT);
@@ -167,6 +179,7 @@ int main(void) {
   round_trip("outcome", clnorm__outcome_names, CLNORM__OUTCOME_COUNT);
   public_names();
   variant_text();
+  kernel_flags();
   database_round_trip();
   if (failures) {
     fprintf(stderr, "test_names: %d failure(s)\n", failures);

@@ -1,0 +1,448 @@
+/* The launch plans of a call with a chosen variant: its kernels' arguments, grid sizes, scratch
+ * buffers, and the whole-row, split-row and backward paths. */
+#include "internal.h"
+#include "kernel_flags.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Argument setters: a cl_mem (NULL allowed), and a matrix as buffer, offset and stride. */
+static cl_int arg_mem(cl_kernel k, cl_uint *i, const cl_mem *m) {
+  return clSetKernelArg(k, (*i)++, sizeof(cl_mem), *m ? m : NULL);
+}
+
+static cl_int arg_rows(cl_kernel k, cl_uint *i, const clnorm_rows *m, size_t cols) {
+  const cl_ulong off = m->offset, stride = m->stride ? m->stride : cols;
+  cl_int err = arg_mem(k, i, &m->buf);
+  err |= clSetKernelArg(k, (*i)++, sizeof off, &off);
+  err |= clSetKernelArg(k, (*i)++, sizeof stride, &stride);
+  return err;
+}
+
+/* Bits of the kernels' `flags` argument (cl/common.cl): which optional buffers were given. */
+static cl_uint call_flags(const clnorm_call *call) {
+  return (call->gamma ? CLNORM_HAS_GAMMA : 0u) | (call->beta ? CLNORM_HAS_BETA : 0u) |
+         (call->mean ? CLNORM_HAS_MEAN : 0u) | (call->rstd ? CLNORM_HAS_RSTD : 0u) |
+         (call->sum_out.buf ? CLNORM_HAS_SUM : 0u) | (call->dgamma ? CLNORM_HAS_DGAMMA : 0u) |
+         (call->dbeta ? CLNORM_HAS_DBETA : 0u);
+}
+
+/* The arguments of a kernel of the call's op (backward: `partial` and `groups` last); *next, when
+ * not NULL, receives the index after them. */
+clnorm_status clnorm__set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
+                               cl_mem partial, cl_uint groups, cl_uint *next) {
+  const cl_ulong rows = call->rows;
+  const cl_uint cols = (cl_uint)call->cols;
+  const cl_uint flags = call_flags(call);
+  cl_uint i = 0;
+  cl_int err;
+  if (clnorm__op_backward(call->op)) {
+    err = arg_rows(k, &i, &call->dy, call->cols);
+    err |= arg_rows(k, &i, &call->x, call->cols);
+    err |= arg_mem(k, &i, &call->gamma);
+    err |= arg_mem(k, &i, &call->mean);
+    err |= arg_mem(k, &i, &call->rstd);
+    err |= arg_rows(k, &i, &call->y, call->cols);
+    err |= arg_mem(k, &i, &partial);
+    err |= clSetKernelArg(k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(k, i++, sizeof flags, &flags);
+    err |= clSetKernelArg(k, i++, sizeof groups, &groups);
+  } else {
+    const int ln = !clnorm__op_rms(call->op);
+    err = arg_rows(k, &i, &call->x, call->cols);
+    err |= arg_rows(k, &i, &call->residual, call->cols);
+    err |= arg_rows(k, &i, &call->sum_out, call->cols);
+    err |= arg_mem(k, &i, &call->gamma);
+    if (ln)
+      err |= arg_mem(k, &i, &call->beta);
+    err |= arg_rows(k, &i, &call->y, call->cols);
+    if (ln)
+      err |= arg_mem(k, &i, &call->mean);
+    err |= arg_mem(k, &i, &call->rstd);
+    err |= clSetKernelArg(k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(k, i++, sizeof call->eps, &call->eps);
+    err |= clSetKernelArg(k, i++, sizeof flags, &flags);
+  }
+  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "clSetKernelArg failed");
+  if (next)
+    *next = i;
+  return CLNORM_OK;
+}
+
+/* clEnqueueNDRangeKernel, 1-D, unless a test injected its failure. */
+static cl_int launch(clnorm_ctx *ctx, const clnorm_program *prog, cl_command_queue queue,
+                     cl_kernel kernel, size_t global, const size_t *local, cl_uint num_wait,
+                     const cl_event *wait_list, cl_event *event) {
+  const cl_int injected = CLNORM_FAULT(ctx, CLNORM_FAULT_ENQUEUE, prog->key);
+  if (injected != CL_SUCCESS)
+    return injected;
+  return clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, local, num_wait, wait_list, event);
+}
+
+static clnorm_status launch_failed(clnorm_ctx *ctx, clnorm_attempt *a, cl_int err, const char *what,
+                                   const clnorm_program *prog, size_t global, size_t local) {
+  a->err = err;
+  a->key = prog->key;
+  const char *options = prog->options;
+  return clnorm__fail(ctx,
+                      err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
+                          ? CLNORM_E_NO_MEMORY
+                      : err == CL_INVALID_EVENT_WAIT_LIST ? CLNORM_E_INVALID_ARG
+                                                          : CLNORM_E_OPENCL,
+                      "clEnqueueNDRangeKernel(%s %s, global %zu, local %zu) failed: %s (%d)", what,
+                      options, global, local, clnorm__cl_error_name(err), (int)err);
+}
+
+/* A call's scratch buffer (clCreateBuffer), unless a test injected its failure. */
+static cl_mem scratch(clnorm_ctx *ctx, const clnorm_program *prog, size_t bytes, cl_int *err) {
+  *err = CLNORM_FAULT(ctx, CLNORM_FAULT_ALLOC, prog->key);
+  return *err == CL_SUCCESS ? clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, err)
+                            : NULL;
+}
+
+/* CL_OUT_OF_RESOURCES from clCreateBuffer is the device failing to allocate, too. */
+static clnorm_status scratch_failed(clnorm_ctx *ctx, cl_int err, const char *what, size_t bytes) {
+  return clnorm__fail(ctx,
+                      err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
+                              err == CL_OUT_OF_RESOURCES || err == CL_INVALID_BUFFER_SIZE
+                          ? CLNORM_E_NO_MEMORY
+                          : CLNORM_E_OPENCL,
+                      "allocating %zu bytes of %s scratch failed: %s (%d)", bytes, what,
+                      clnorm__cl_error_name(err), (int)err);
+}
+
+/* The persistent grid of the backward kernel (and the fixed grid of every kernel on PoCL
+ * before 6): enough groups to fill the device, from the variant and the device alone. */
+static size_t device_groups(const clnorm_ctx *ctx, const clnorm_variant *v) {
+  const size_t groups = (size_t)ctx->info.compute_units * clnorm__groups_per_cu(v->wg);
+  return groups ? groups : 1;
+}
+
+/* The groups of a launch: one per block of rows, or with a fixed grid (ctx->info.fixed_grid)
+ * device_groups() whatever the call; the kernels stride over the blocks. */
+size_t clnorm__launch_groups(const clnorm_ctx *ctx, const clnorm_call *call,
+                             const clnorm_variant *v) {
+  const size_t rpg = v->wg / v->tpr;
+  return ctx->info.fixed_grid ? device_groups(ctx, v) : (call->rows + rpg - 1) / rpg;
+}
+
+/* Groups that take part in the backward kernel: with weight gradients or on a CPU, a persistent
+ * grid whose every row slot keeps its sums, sized to fill the device and small enough that the
+ * partial sums (2 * groups * rows-per-group * cols floats) stay under 256 MiB; otherwise one
+ * group per block of rows. Never more than clnorm__launch_groups(). */
+static size_t backward_groups(const clnorm_ctx *ctx, const clnorm_call *call,
+                              const clnorm_variant *v) {
+  const size_t rpg = v->wg / v->tpr;
+  const size_t blocks = (call->rows + rpg - 1) / rpg;
+  size_t groups = clnorm__launch_groups(ctx, call, v);
+  /* a CPU runs a few groups at a time and pays for each one it starts (the heuristic gives it
+   * one row per group): the persistent grid whatever the call */
+  if (call->dgamma || call->dbeta || (ctx->info.type & CL_DEVICE_TYPE_CPU)) {
+    const size_t full = device_groups(ctx, v);
+    const size_t mem_cap = ((size_t)256 << 20) / (2 * sizeof(float) * rpg * call->cols);
+    groups = groups < full ? groups : full;
+    groups = groups < mem_cap ? groups : mem_cap;
+  }
+  groups = groups < blocks ? groups : blocks;
+  groups = groups < UINT32_MAX ? groups : UINT32_MAX; /* the kernel strides over the rest */
+  return groups ? groups : 1;
+}
+
+/* The backward pass: norm_bwd, then (with weight gradients) bwd_reduce over the partial sums in
+ * a scratch buffer of the call's own (released here; OpenCL frees it when the kernels are done).
+ * *event completes when both have. When bwd_reduce fails to launch, a->enqueued is norm_bwd's
+ * event: it writes dx, so a retry must wait for it. */
+static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
+                                      const clnorm_call *call, const clnorm_variant *v,
+                                      clnorm_program *prog, cl_uint num_wait,
+                                      const cl_event *wait_list, cl_event *event,
+                                      clnorm_attempt *a) {
+  const int want_w = call->dgamma || call->dbeta;
+  const size_t groups = backward_groups(ctx, call, v);
+  const size_t parts = groups * (v->wg / v->tpr);
+  RETURN_IF(ctx, want_w && parts > UINT32_MAX, CLNORM_E_UNSUPPORTED, "too many partial rows");
+  cl_mem partial = NULL;
+  cl_int err;
+  if (want_w) {
+    /* Before any kernel: when it fails, nothing of the call is enqueued. */
+    partial = scratch(ctx, prog, 2 * sizeof(float) * parts * call->cols, &err);
+    if (err != CL_SUCCESS)
+      return scratch_failed(ctx, err, "backward", 2 * sizeof(float) * parts * call->cols);
+  }
+  cl_kernel main_k = NULL, reduce_k = NULL;
+  cl_event main_done = NULL;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &main_k);
+  if (st == CLNORM_OK)
+    st = clnorm__set_args(ctx, main_k, call, partial, (cl_uint)groups, NULL);
+  if (st == CLNORM_OK) {
+    const size_t local = v->wg;
+    const size_t global =
+        (ctx->info.fixed_grid ? clnorm__launch_groups(ctx, call, v) : groups) * v->wg;
+    err = launch(ctx, prog, queue, main_k, global, &local, num_wait, wait_list,
+                 want_w ? &main_done : event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "norm_bwd", prog, global, local);
+  }
+  if (st == CLNORM_OK && want_w) {
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
+    if (st == CLNORM_OK) {
+      const cl_uint parts32 = (cl_uint)parts, cols = (cl_uint)call->cols;
+      const cl_uint flags = call_flags(call);
+      cl_uint i = 0;
+      err = arg_mem(reduce_k, &i, &partial);
+      err |= clSetKernelArg(reduce_k, i++, sizeof parts32, &parts32);
+      err |= clSetKernelArg(reduce_k, i++, sizeof cols, &cols);
+      err |= arg_mem(reduce_k, &i, &call->dgamma);
+      err |= arg_mem(reduce_k, &i, &call->dbeta);
+      err |= clSetKernelArg(reduce_k, i++, sizeof flags, &flags);
+      if (err != CL_SUCCESS)
+        st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
+    }
+    if (st == CLNORM_OK) {
+      /* A work-item per chunk of clnorm__reduce_vec() columns (and the columns past the last
+       * whole chunk); 64 work-items per group on a GPU, 4 on a CPU, which pays for every group
+       * it starts and runs each as a loop. A fixed grid takes 64 groups per compute unit and
+       * strides. */
+      const size_t rvec = clnorm__reduce_vec(&ctx->info);
+      const size_t local = rvec > 1 ? 4 : 64;
+      const size_t items = call->cols / rvec > 0 ? call->cols / rvec : 1;
+      const size_t global =
+          ctx->info.fixed_grid
+              ? local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
+              : (items + local - 1) / local * local;
+      err = launch(ctx, prog, queue, reduce_k, global, local <= ctx->info.max_wg ? &local : NULL, 1,
+                   &main_done, event);
+      if (err != CL_SUCCESS) {
+        st = launch_failed(ctx, a, err, "bwd_reduce", prog, global, local);
+        a->enqueued = main_done;
+        main_done = NULL;
+      } else if (a->want_first && clRetainEvent(main_done) == CL_SUCCESS) {
+        a->first = main_done;
+      }
+    }
+  }
+  if (main_done)
+    clReleaseEvent(main_done);
+  if (main_k)
+    clnorm__kernel_give(ctx, prog, 0, main_k);
+  if (reduce_k)
+    clnorm__kernel_give(ctx, prog, 1, reduce_k);
+  if (partial)
+    clReleaseMemObject(partial);
+  return st;
+}
+
+/* A forward call with each row split over `splits` work-groups (cl/split.cl): split_stats
+ * writes 4 floats of partial statistics per chunk into a scratch buffer of the call's own, then
+ * split_norm merges them and normalizes. *event completes when both kernels have. */
+static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                                   const clnorm_variant *v, clnorm_program *prog, unsigned splits,
+                                   cl_uint num_wait, const cl_event *wait_list, cl_event *event,
+                                   clnorm_attempt *a) {
+  const size_t units = call->rows * splits;
+  /* chunks start at multiples of 16 elements: aligned for every vector width */
+  const size_t chunk = ((call->cols + splits - 1) / splits + 15) / 16 * 16;
+  const cl_ulong rows = call->rows;
+  const cl_uint cols = (cl_uint)call->cols, chunk32 = (cl_uint)chunk, splits32 = splits;
+  const cl_uint flags = call_flags(call);
+  cl_int err;
+  cl_mem partial = scratch(ctx, prog, 4 * sizeof(float) * units, &err);
+  if (err != CL_SUCCESS)
+    return scratch_failed(ctx, err, "split-row", 4 * sizeof(float) * units);
+  cl_kernel stats_k = NULL, norm_k = NULL;
+  cl_event stats_done = NULL;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &stats_k);
+  if (st == CLNORM_OK)
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &norm_k);
+  if (st == CLNORM_OK) {
+    cl_uint i = 0;
+    err = arg_rows(stats_k, &i, &call->x, call->cols);
+    err |= arg_rows(stats_k, &i, &call->residual, call->cols);
+    err |= arg_mem(stats_k, &i, &partial);
+    err |= clSetKernelArg(stats_k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(stats_k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(stats_k, i++, sizeof chunk32, &chunk32);
+    err |= clSetKernelArg(stats_k, i++, sizeof splits32, &splits32);
+    i = 0;
+    err |= arg_rows(norm_k, &i, &call->x, call->cols);
+    err |= arg_rows(norm_k, &i, &call->residual, call->cols);
+    err |= arg_rows(norm_k, &i, &call->sum_out, call->cols);
+    err |= arg_mem(norm_k, &i, &call->gamma);
+    err |= arg_mem(norm_k, &i, &call->beta);
+    err |= arg_rows(norm_k, &i, &call->y, call->cols);
+    err |= arg_mem(norm_k, &i, &call->mean);
+    err |= arg_mem(norm_k, &i, &call->rstd);
+    err |= arg_mem(norm_k, &i, &partial);
+    err |= clSetKernelArg(norm_k, i++, sizeof rows, &rows);
+    err |= clSetKernelArg(norm_k, i++, sizeof cols, &cols);
+    err |= clSetKernelArg(norm_k, i++, sizeof call->eps, &call->eps);
+    err |= clSetKernelArg(norm_k, i++, sizeof flags, &flags);
+    err |= clSetKernelArg(norm_k, i++, sizeof chunk32, &chunk32);
+    err |= clSetKernelArg(norm_k, i++, sizeof splits32, &splits32);
+    if (err != CL_SUCCESS)
+      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(split kernels) failed");
+  }
+  const size_t local = v->wg;
+  const size_t global = (ctx->info.fixed_grid ? device_groups(ctx, v) : units) * v->wg;
+  if (st == CLNORM_OK) {
+    err = launch(ctx, prog, queue, stats_k, global, &local, num_wait, wait_list, &stats_done);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "split_stats", prog, global, local);
+  }
+  /* When split_norm fails, split_stats stays enqueued: it writes the scratch buffer only. */
+  if (st == CLNORM_OK) {
+    err = launch(ctx, prog, queue, norm_k, global, &local, 1, &stats_done, event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "split_norm", prog, global, local);
+    else if (a->want_first && clRetainEvent(stats_done) == CL_SUCCESS)
+      a->first = stats_done;
+  }
+  if (stats_done)
+    clReleaseEvent(stats_done);
+  if (stats_k)
+    clnorm__kernel_give(ctx, prog, 0, stats_k);
+  if (norm_k)
+    clnorm__kernel_give(ctx, prog, 1, norm_k);
+  clReleaseMemObject(partial);
+  return st;
+}
+
+/* A backward call with each row split over `splits` groups (the end of cl/backward.cl): bwd_sums
+ * writes the 2 partial sums of each chunk into a scratch buffer of the call's own, then
+ * bwd_split writes dx and the weight gradients, a tile of columns at a time. *event completes
+ * when both kernels have. */
+static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
+                                       const clnorm_call *call, const clnorm_variant *v,
+                                       clnorm_program *prog, unsigned splits, cl_uint num_wait,
+                                       const cl_event *wait_list, cl_event *event,
+                                       clnorm_attempt *a) {
+  const size_t units = call->rows * splits;
+  cl_int err;
+  cl_mem partial = scratch(ctx, prog, 2 * sizeof(float) * units, &err);
+  if (err != CL_SUCCESS)
+    return scratch_failed(ctx, err, "split-row", 2 * sizeof(float) * units);
+  cl_kernel sums_k = NULL, split_k = NULL;
+  cl_event sums_done = NULL;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &sums_k);
+  if (st == CLNORM_OK)
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &split_k);
+  cl_uint i = 0;
+  if (st == CLNORM_OK)
+    st = clnorm__set_args(ctx, sums_k, call, partial, splits, NULL);
+  if (st == CLNORM_OK)
+    st = clnorm__set_args(ctx, split_k, call, partial, splits, &i);
+  if (st == CLNORM_OK) {
+    err = arg_mem(split_k, &i, &call->dgamma);
+    err |= arg_mem(split_k, &i, &call->dbeta);
+    if (err != CL_SUCCESS)
+      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_split) failed");
+  }
+  const size_t tiles = clnorm__bwd_tiles(v, call->cols);
+  const size_t local = v->wg;
+  const size_t fixed = device_groups(ctx, v);
+  if (st == CLNORM_OK) {
+    const size_t global = (ctx->info.fixed_grid ? fixed : units) * v->wg;
+    err = launch(ctx, prog, queue, sums_k, global, &local, num_wait, wait_list, &sums_done);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "bwd_sums", prog, global, local);
+  }
+  /* When bwd_split fails, bwd_sums stays enqueued: it writes the scratch buffer only. */
+  if (st == CLNORM_OK) {
+    const size_t global = (ctx->info.fixed_grid ? fixed : tiles) * v->wg;
+    err = launch(ctx, prog, queue, split_k, global, &local, 1, &sums_done, event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "bwd_split", prog, global, local);
+    else if (a->want_first && clRetainEvent(sums_done) == CL_SUCCESS)
+      a->first = sums_done;
+  }
+  if (sums_done)
+    clReleaseEvent(sums_done);
+  if (sums_k)
+    clnorm__kernel_give(ctx, prog, 0, sums_k);
+  if (split_k)
+    clnorm__kernel_give(ctx, prog, 1, split_k);
+  clReleaseMemObject(partial);
+  return st;
+}
+
+/* Enqueues the call with the chosen variant. A launch failure is described in *a. */
+clnorm_status clnorm__enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                              const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
+                              const cl_event *wait_list, cl_event *event, clnorm_attempt *a) {
+  const unsigned splits = clnorm__split_count(&ctx->info, call, v);
+  if (splits > 1) {
+    clnorm_program *split_prog;
+    clnorm_status sst = clnorm__program_get(ctx, call->op, call->dtype, v, 1, &split_prog);
+    cl_int err;
+    if (sst == CLNORM_OK && clnorm__unusable_find(ctx, call, split_prog->key, &err))
+      sst = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
+                         "they failed at launch earlier with %s (%d) in this row class",
+                         clnorm__cl_error_name(err), (int)err);
+    if (sst == CLNORM_OK) {
+      sst = clnorm__op_backward(call->op) ? enqueue_bwd_split(ctx, queue, call, v, split_prog,
+                                                              splits, num_wait, wait_list, event, a)
+                                          : enqueue_split(ctx, queue, call, v, split_prog, splits,
+                                                          num_wait, wait_list, event, a);
+      /* Out of device memory for the scratch (or at launch): no output was written. */
+      if (sst != CLNORM_E_NO_MEMORY)
+        return sst;
+      a->err = CL_SUCCESS;
+    } else if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD) {
+      return sst;
+    }
+    /* The whole-row kernels compute the same result, one group per row (the forward's with no
+     * scratch). */
+    clnorm__log(CLNORM_LOG_WARN, "split-row kernels unavailable, rows run whole: %s",
+                clnorm_ctx_errmsg(ctx));
+    clnorm__clear_error(ctx);
+  }
+  if (clnorm__op_backward(call->op))
+    return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event, a);
+  cl_kernel kernel;
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &kernel);
+  if (st != CLNORM_OK)
+    return st;
+  st = clnorm__set_args(ctx, kernel, call, NULL, 0, NULL);
+  if (st == CLNORM_OK) {
+    const size_t local = v->wg, global = clnorm__launch_groups(ctx, call, v) * v->wg;
+    const cl_int err = launch(ctx, prog, queue, kernel, global, &local, num_wait, wait_list, event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, clnorm_op_name(call->op), prog, global, local);
+  }
+  clnorm__kernel_give(ctx, prog, 0, kernel);
+  return st;
+}
+
+/* rows == 0: nothing to normalize; the weight gradients of a backward call are sums over no
+ * rows, so they are zeroed. *event completes after the wait list and the zeroing. */
+clnorm_status clnorm__enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
+                                      const clnorm_call *call, cl_uint num_wait,
+                                      const cl_event *wait_list, cl_event *event) {
+  cl_event filled[2];
+  cl_uint nfilled = 0;
+  const cl_mem grads[2] = {call->dgamma, call->dbeta};
+  const cl_uchar zero = 0; /* 0.0 in every dtype */
+  cl_int err = CL_SUCCESS;
+  const char *step = "zeroing the weight gradients";
+  for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+    if (clnorm__op_backward(call->op) && grads[i]) {
+      err = clEnqueueFillBuffer(queue, grads[i], &zero, 1, 0,
+                                call->cols * clnorm__dtype_size(call->dtype), num_wait, wait_list,
+                                &filled[nfilled]);
+      nfilled += err == CL_SUCCESS;
+    }
+  if (err == CL_SUCCESS && event) {
+    step = nfilled ? "the event after zeroing the weight gradients"
+                   : "the event after the wait list (clEnqueueMarkerWithWaitList)";
+    err = nfilled ? clEnqueueMarkerWithWaitList(queue, nfilled, filled, event)
+                  : clEnqueueMarkerWithWaitList(queue, num_wait, wait_list, event);
+  }
+  for (cl_uint i = 0; i < nfilled; i++)
+    clReleaseEvent(filled[i]);
+  RETURN_IF(ctx, err != CL_SUCCESS, CLNORM_E_OPENCL, "%s %s rows=0: %s failed: %s",
+            clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), step,
+            clnorm__cl_error_name(err));
+  return CLNORM_OK;
+}
