@@ -3,6 +3,7 @@
  * and its JSON export and import. A name spelled twice that drifted would fail here. No device:
  * the database is a temporary file. */
 #define _POSIX_C_SOURCE 200809L
+#include "db_json.h"
 #include "internal.h"
 #include "kernel_flags.h"
 #include "names.h"

@@ -2,6 +2,7 @@
  * the float64 reference, times it, and stores each result in the tuning database. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "db_json.h"
 #include "doctor.h"
 #include "internal.h"
 #include "ref.h"

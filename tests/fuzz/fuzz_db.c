@@ -19,6 +19,7 @@
  * those. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "db_json.h"
 #include "fuzz_check.h"
 
 #include <sqlite3.h>
