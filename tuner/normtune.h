@@ -257,15 +257,25 @@ int out_of_time(const search *se);
 size_t find_candidate(const search *se, const clnorm_variant *v);
 unsigned differences(const clnorm_variant *a, const clnorm_variant *b);
 void prebuild_all(search *se, const clnorm_call *call);
-/* The three strategies. Each starts from the heuristic's variant when it is a candidate, so the
- * cut-short threshold is meaningful from the first evaluation. `limit` evaluations at most. */
-void run_exhaustive(search *se, size_t start);
-void run_random(search *se, size_t start, size_t limit, clnorm_rng *rng);
-/* Simulated annealing over the parameter grid: a move changes one parameter; a slower
- * neighbour is accepted with probability exp(-(t_new / t_cur - 1) / T), T falling from 0.2 to
- * 0.005 over the evaluations. When every neighbour has been seen, it jumps to a random unseen
- * candidate. */
-void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng);
+/* The strategies, picked by name (--strategy): each starts from the heuristic's variant when it
+ * is a candidate (start < n), so the cut-short threshold is meaningful from the first
+ * evaluation, and evaluates `limit` candidates at most (exhaustive: all of them).
+ *   exhaustive  every candidate, built first on all cores (prebuild)
+ *   random      a random sample (--fraction, --seed)
+ *   anneal      simulated annealing over the parameter grid: a move changes one parameter; a
+ *               slower neighbour is accepted with probability exp(-(t_new / t_cur - 1) / T), T
+ *               falling from 0.2 to 0.005 over the evaluations; when every neighbour has been
+ *               seen, it jumps to a random unseen candidate */
+typedef struct strategy {
+  const char *name;
+  void (*run)(search *se, size_t start, size_t limit, clnorm_rng *rng);
+  int prebuild; /* builds every candidate first (prebuild_all) */
+  int sampled;  /* takes --fraction and --seed; normtune strategies compares these */
+} strategy;
+#define STRATEGIES 3
+extern const strategy strategies[STRATEGIES];
+/* The strategy named `name`, or NULL. */
+const strategy *find_strategy(const char *name);
 /* The confirmation round of a shape this run measured: the fastest CONFIRM_TOP candidates and
  * the heuristic's (index h, when it ran) are timed again, CONFIRM_ROUNDS rounds in turn, so that
  * a burst of other work on the machine during one candidate's timing does not crown it (on a
@@ -276,12 +286,13 @@ void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng);
  * (main.sh's 60 s run stored RMSNorm 256 x 65536 at 0.50 of copy over the heuristic's 0.84),
  * and the round is bounded (at most 8 timings). */
 void confirm(search *se, size_t h);
-/* Stores the heuristic's figures for the report. When its variant is not among the search's
- * candidates (start == se->n) it is measured here, and stored as a result too, so that it
- * competes for the winner: a short search that never met a variant as fast as the default
- * must not store a slower one (main.sh's 60 s run on PoCL stored LayerNorm 256 x 65536 at 2.8
- * GB/s beside the heuristic's 14.1). Returns that median when it was measured here and "ok",
- * else INFINITY. */
+/* Stores what the heuristic's variant h (candidate `start`, or none when start is se->n) gives
+ * on the shape, for `normtune report`: the candidate's stored result when the search evaluated
+ * it, else a measurement made here (nothing when the run was interrupted first), which is
+ * stored as a result too, so that it competes for the winner: a short search that never met a
+ * variant as fast as the default must not store a slower one (main.sh's 60 s run on PoCL stored
+ * LayerNorm 256 x 65536 at 2.8 GB/s beside the heuristic's 14.1). Returns that median when it was
+ * measured here and "ok", else INFINITY. */
 double record_heuristic(search *se, const clnorm_variant *h, size_t start);
 /* Measures the device's copy bandwidth and stores it when it beats `before` (GB/s; 0: none yet),
  * for `normtune report`: over four times the device's cache, kept within 64 to 256 MiB and what

@@ -196,10 +196,13 @@ void parse_options(int argc, char **argv, int first, options *o) {
     }
     }
   }
-  if (strcmp(o->strategy, "exhaustive") != 0 && strcmp(o->strategy, "random") != 0 &&
-      strcmp(o->strategy, "anneal") != 0)
-    die(EXIT_USAGE, "--strategy: unknown value \"%s\" (known: exhaustive, random, anneal)",
-        o->strategy);
+  if (!find_strategy(o->strategy)) {
+    char known[128] = "";
+    for (int i = 0; i < STRATEGIES; i++)
+      snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+               strategies[i].name);
+    die(EXIT_USAGE, "--strategy: unknown value \"%s\" (known: %s)", o->strategy, known);
+  }
 }
 
 /* The options each command takes; any other is a usage error. */
@@ -207,7 +210,7 @@ static unsigned command_options(const char *cmd, const options *o) {
   const unsigned select = OPT_DEVICE | OPT_DB | OPT_OPS | OPT_DTYPES;
   if (strcmp(cmd, "tune") == 0)
     return select | OPT_COLS | OPT_ROWS | OPT_BUDGET | OPT_STRATEGY | OPT_QUIET |
-           (strcmp(o->strategy, "exhaustive") != 0 ? OPT_FRACTION | OPT_SEED : 0);
+           (find_strategy(o->strategy)->sampled ? OPT_FRACTION | OPT_SEED : 0);
   if (strcmp(cmd, "show") == 0)
     return OPT_DB | OPT_DEVICE | (o->given & OPT_C_TABLE ? OPT_C_TABLE : OPT_JSON);
   if (strcmp(cmd, "bench") == 0)

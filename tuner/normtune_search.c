@@ -177,7 +177,9 @@ void prebuild_all(search *se, const clnorm_call *call) {
   parallel_for(se->n, prebuild_one, &pb);
 }
 
-void run_exhaustive(search *se, size_t start) {
+static void run_exhaustive(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+  (void)limit;
+  (void)rng;
   if (start < se->n)
     evaluate(se, start);
   for (size_t i = 0; i < se->n && !out_of_time(se); i++)
@@ -193,7 +195,7 @@ static void shuffle(size_t *idx, size_t n, clnorm_rng *rng) {
   }
 }
 
-void run_random(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+static void run_random(search *se, size_t start, size_t limit, clnorm_rng *rng) {
   size_t *idx = malloc(se->n * sizeof *idx);
   if (!idx)
     die(1, "out of memory");
@@ -207,7 +209,7 @@ void run_random(search *se, size_t start, size_t limit, clnorm_rng *rng) {
   free(idx);
 }
 
-void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+static void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) {
   size_t *nb = malloc(se->n * sizeof *nb);
   if (!nb)
     die(1, "out of memory");
@@ -242,9 +244,17 @@ void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) {
   free(nb);
 }
 
-/* Stores what the heuristic's variant h (candidate `start`, or none when start is se->n)
- * gives on the shape, for `normtune report`: the candidate's stored result when the search
- * evaluated it, else a measurement made here. Nothing when the run was interrupted first. */
+const strategy strategies[STRATEGIES] = {{"exhaustive", run_exhaustive, 1, 0},
+                                         {"random", run_random, 0, 1},
+                                         {"anneal", run_anneal, 0, 1}};
+
+const strategy *find_strategy(const char *name) {
+  for (int i = 0; i < STRATEGIES; i++)
+    if (strcmp(strategies[i].name, name) == 0)
+      return &strategies[i];
+  return NULL;
+}
+
 #define CONFIRM_TOP 3    /* the fastest candidates timed again, with the heuristic's */
 #define CONFIRM_ROUNDS 2 /* rounds over them, interleaved */
 

@@ -153,13 +153,10 @@ int cmd_tune(const options *o) {
             se.deadline =
                 tool_now() + (se.deadline - tool_now()) / (double)(se.shape_count - se.shape_index);
           const size_t limit = (size_t)ceil(o->fraction * (double)se.n);
-          if (strcmp(o->strategy, "exhaustive") == 0) {
+          const strategy *strat = find_strategy(o->strategy);
+          if (strat->prebuild)
             prebuild_all(&se, &call);
-            run_exhaustive(&se, start);
-          } else if (strcmp(o->strategy, "random") == 0)
-            run_random(&se, start, limit, &rng);
-          else
-            run_anneal(&se, start, limit, &rng);
+          strat->run(&se, start, limit, &rng);
           se.deadline = shape_deadline_save;
           confirm(&se, start); /* against the whole run's deadline: the search used the shape's */
           const double heuristic_time = record_heuristic(&se, &h, start);
@@ -325,8 +322,8 @@ int cmd_strategies(const options *o) {
     used++;
     clnorm_variant h;
     clnorm_heuristic(s.ctx, &call, &h);
-    for (int strat = 0; strat < 2; strat++)
-      for (size_t f = 0; f < sizeof fractions / sizeof fractions[0]; f++) {
+    for (const strategy *strat = strategies; strat < strategies + STRATEGIES; strat++)
+      for (size_t f = 0; strat->sampled && f < sizeof fractions / sizeof fractions[0]; f++) {
         double gaps[100];
         int within = 0;
         size_t limit = (size_t)ceil(fractions[f] * (double)n);
@@ -344,10 +341,7 @@ int cmd_strategies(const options *o) {
           clnorm_rng rng;
           clnorm_rng_seed(&rng, (uint64_t)seed + 1);
           const size_t start = find_candidate(&se, &h);
-          if (strat == 0)
-            run_random(&se, start, limit, &rng);
-          else
-            run_anneal(&se, start, limit, &rng);
+          strat->run(&se, start, limit, &rng);
           gaps[seed] = se.best_time / optimum - 1.0;
           within += gaps[seed] <= 0.03;
         }
@@ -357,8 +351,8 @@ int cmd_strategies(const options *o) {
         const double p90 = (tool_median(gaps, seeds), gaps[(seeds * 9) / 10]);
         printf("%-13s %-5s %7llu %6llu %5zu | %-8s %5.2f %6zu | %9.2f%% %9.2f%% %11d%%\n",
                op_name(g->op), dtype_name(g->dtype), (unsigned long long)g->rows,
-               (unsigned long long)g->cols, n, strat == 0 ? "random" : "anneal", fractions[f],
-               limit, 100.0 * mean, 100.0 * p90, within * 100 / seeds);
+               (unsigned long long)g->cols, n, strat->name, fractions[f], limit, 100.0 * mean,
+               100.0 * p90, within * 100 / seeds);
       }
   }
   if (used == 0)
