@@ -24,6 +24,18 @@
 #define OLDEST_READABLE                                                                            \
   1 /* readers (the library) need no migration from this version on; raise                         \
        it when a migration changes what the queries read */
+/* The columns of a measured variant, shared by the results and heuristic tables (the SQL is
+ * the same text as when each was written out). */
+#define RESULT_COLUMNS                                                                             \
+  " id INTEGER PRIMARY KEY,"                                                                       \
+  " device_id INTEGER NOT NULL REFERENCES devices (id),"                                           \
+  " kernel_hash TEXT NOT NULL, op TEXT NOT NULL, dtype TEXT NOT NULL,"                             \
+  " cols INTEGER NOT NULL, row_class INTEGER NOT NULL,"                                            \
+  " wg INTEGER NOT NULL, tpr INTEGER NOT NULL, vec INTEGER NOT NULL, hold INTEGER NOT NULL,"       \
+  " reduce TEXT NOT NULL, stats TEXT NOT NULL,"                                                    \
+  " rows INTEGER NOT NULL, status TEXT NOT NULL,"                                                  \
+  " median_s REAL, min_s REAL, gbps REAL, max_err REAL,"                                           \
+  " measured_at INTEGER NOT NULL, clnorm_version TEXT NOT NULL,"
 static const char *const migrations[] = {
     "CREATE TABLE devices ("
     " id INTEGER PRIMARY KEY,"
@@ -37,28 +49,7 @@ static const char *const migrations[] = {
     " local_mem INTEGER NOT NULL,"
     " UNIQUE (vendor_id, vendor, name, driver_version, opencl_version, compute_units,"
     "         max_clock_mhz, local_mem));"
-    "CREATE TABLE results ("
-    " id INTEGER PRIMARY KEY,"
-    " device_id INTEGER NOT NULL REFERENCES devices (id),"
-    " kernel_hash TEXT NOT NULL,"
-    " op TEXT NOT NULL,"
-    " dtype TEXT NOT NULL,"
-    " cols INTEGER NOT NULL,"
-    " row_class INTEGER NOT NULL,"
-    " wg INTEGER NOT NULL,"
-    " tpr INTEGER NOT NULL,"
-    " vec INTEGER NOT NULL,"
-    " hold INTEGER NOT NULL,"
-    " reduce TEXT NOT NULL,"
-    " stats TEXT NOT NULL,"
-    " rows INTEGER NOT NULL,"
-    " status TEXT NOT NULL,"
-    " median_s REAL,"
-    " min_s REAL,"
-    " gbps REAL,"
-    " max_err REAL,"
-    " measured_at INTEGER NOT NULL,"
-    " clnorm_version TEXT NOT NULL,"
+    "CREATE TABLE results (" RESULT_COLUMNS
     " UNIQUE (device_id, kernel_hash, op, dtype, cols, row_class, wg, tpr, vec, hold, reduce,"
     "         stats));",
     /* 1 -> 2: each shape's results in winner order, so loading the winners needs no sort */
@@ -74,28 +65,7 @@ static const char *const migrations[] = {
     " bytes INTEGER NOT NULL,"
     " measured_at INTEGER NOT NULL,"
     " clnorm_version TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS heuristic ("
-    " id INTEGER PRIMARY KEY,"
-    " device_id INTEGER NOT NULL REFERENCES devices (id),"
-    " kernel_hash TEXT NOT NULL,"
-    " op TEXT NOT NULL,"
-    " dtype TEXT NOT NULL,"
-    " cols INTEGER NOT NULL,"
-    " row_class INTEGER NOT NULL,"
-    " wg INTEGER NOT NULL,"
-    " tpr INTEGER NOT NULL,"
-    " vec INTEGER NOT NULL,"
-    " hold INTEGER NOT NULL,"
-    " reduce TEXT NOT NULL,"
-    " stats TEXT NOT NULL,"
-    " rows INTEGER NOT NULL,"
-    " status TEXT NOT NULL,"
-    " median_s REAL,"
-    " min_s REAL,"
-    " gbps REAL,"
-    " max_err REAL,"
-    " measured_at INTEGER NOT NULL,"
-    " clnorm_version TEXT NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS heuristic (" RESULT_COLUMNS
     " UNIQUE (device_id, kernel_hash, op, dtype, cols, row_class));",
 };
 _Static_assert(COUNT(migrations) == CLNORM_DB_SCHEMA, "one migration per schema version");

@@ -265,14 +265,24 @@ static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *
          clnorm__db_result_valid(r, reason, reason_size);
 }
 
+/* Clears err; CLNORM_E_INVALID_ARG naming the first of db, device and `what` (other) that is
+ * NULL. */
+static clnorm_status check_null(const clnorm_db *db, const void *device, const void *other,
+                                const char *what, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !device || !other)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db       ? "db"
+                            : !device ? "device"
+                                      : what);
+  return CLNORM_OK;
+}
+
 static clnorm_status check_args(clnorm_db *db, const clnorm_device_identity *d,
                                 const clnorm_result *r, char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !d || !r)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db  ? "db"
-                            : !d ? "device"
-                                 : "result");
+  const clnorm_status st = check_null(db, d, r, "result", err, err_size);
+  if (st != CLNORM_OK)
+    return st;
   char reason[160];
   if (!clnorm__db_device_valid(d, reason, sizeof reason))
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
@@ -440,6 +450,22 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
                          : clnorm__db_sql_error(db, rc, "looking up a result", err, err_size);
 }
 
+/* Prepares a listing's query and binds its optional parameters: ?1 the device's row id (when
+ * by_device), ?2 the kernel hash (when not NULL) as text in `hash`, which must outlive *st. */
+static int prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
+                           const uint64_t *kernel_hash, char hash[17], sqlite3_stmt **st) {
+  const int rc = sqlite3_prepare_v2(db->sql, text, -1, st, NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  if (by_device)
+    sqlite3_bind_int64(*st, 1, id);
+  if (kernel_hash) {
+    clnorm__db_hash_text(*kernel_hash, hash);
+    sqlite3_bind_text(*st, 2, hash, -1, SQLITE_STATIC);
+  }
+  return SQLITE_OK;
+}
+
 clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
                               const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
                               void *user, char *err, size_t err_size) {
@@ -482,16 +508,10 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
            device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "",
            winners_only ? " AND r.status = 'ok'" : "");
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
+  char hash[17];
+  int rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing results", err, err_size);
-  char hash[17];
-  if (device)
-    sqlite3_bind_int64(st, 1, id);
-  if (kernel_hash) {
-    clnorm__db_hash_text(*kernel_hash, hash);
-    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
-  }
   db->skipped = 0;
   db->skipped_why[0] = '\0';
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -538,13 +558,9 @@ static int collect(void *user, const clnorm_device_identity *device, const clnor
 
 static int shape_cmp(const void *pa, const void *pb) {
   const clnorm_result *a = pa, *b = pb;
-  if (a->op != b->op)
-    return a->op < b->op ? -1 : 1;
-  if (a->dtype != b->dtype)
-    return a->dtype < b->dtype ? -1 : 1;
-  if (a->cols != b->cols)
-    return a->cols < b->cols ? -1 : 1;
-  return (a->row_class > b->row_class) - (a->row_class < b->row_class);
+  const uint64_t ka[] = {a->op, a->dtype, a->cols, a->row_class};
+  const uint64_t kb[] = {b->op, b->dtype, b->cols, b->row_class};
+  return clnorm__keys_cmp(ka, kb, 4);
 }
 
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
@@ -575,6 +591,15 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
   return CLNORM_OK;
 }
 
+/* Steps a SELECT count(*): SQLITE_OK with the count in *n, or SQLite's error. */
+static int step_count(sqlite3_stmt *st, sqlite3_int64 *n) {
+  const int rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW)
+    return rc;
+  *n = sqlite3_column_int64(st, 0);
+  return SQLITE_OK;
+}
+
 static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identity *d,
                       sqlite3_int64 id, const char *hash, uint64_t *out) {
   sqlite3_stmt *st = NULL;
@@ -589,11 +614,9 @@ static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identi
       sqlite3_bind_int64(st, 1, id);
       sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
     }
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      *out = (uint64_t)sqlite3_column_int64(st, 0);
-      rc = SQLITE_OK;
-    }
+    sqlite3_int64 n = 0;
+    rc = step_count(st, &n);
+    *out = (uint64_t)n;
   }
   sqlite3_finalize(st);
   return rc;
@@ -608,12 +631,9 @@ uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_siz
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
                                uint64_t kernel_hash, clnorm_db_stale *out, char *err,
                                size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !device || !out)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db       ? "db"
-                            : !device ? "device"
-                                      : "out");
+  const clnorm_status st = check_null(db, device, out, "out", err, err_size);
+  if (st != CLNORM_OK)
+    return st;
   memset(out, 0, sizeof *out);
   char hash[17];
   clnorm__db_hash_text(kernel_hash, hash);
@@ -644,11 +664,9 @@ static int has_table(sqlite3 *sql, const char *name, int *yes) {
   *yes = 0;
   if (rc == SQLITE_OK) {
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      *yes = sqlite3_column_int(st, 0) > 0;
-      rc = SQLITE_OK;
-    }
+    sqlite3_int64 n = 0;
+    rc = step_count(st, &n);
+    *yes = n > 0;
   }
   sqlite3_finalize(st);
   return rc;
@@ -686,15 +704,9 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
            " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class",
            device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "");
   sqlite3_stmt *st = NULL;
-  if ((rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL)) != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
   char hash[17];
-  if (device)
-    sqlite3_bind_int64(st, 1, id);
-  if (kernel_hash) {
-    clnorm__db_hash_text(*kernel_hash, hash);
-    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
-  }
+  if ((rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st)) != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_result r;
@@ -713,12 +725,9 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
 clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *device,
                                    double *gbps, uint64_t *bytes, int64_t *measured_at, char *err,
                                    size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !device || !gbps)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db       ? "db"
-                            : !device ? "device"
-                                      : "gbps");
+  const clnorm_status bad = check_null(db, device, gbps, "gbps", err, err_size);
+  if (bad != CLNORM_OK)
+    return bad;
   *gbps = NAN;
   if (bytes)
     *bytes = 0;

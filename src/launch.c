@@ -150,6 +150,53 @@ static size_t backward_groups(const clnorm_ctx *ctx, const clnorm_call *call,
   return groups ? groups : 1;
 }
 
+/* What a two-kernel launch holds until it returns: the kernels (0 and 1 of the program), the
+ * first one's event and the call's scratch buffer (OpenCL frees it when the kernels are done). */
+typedef struct two_pass {
+  cl_kernel first, second;
+  cl_event first_done;
+  cl_mem partial;
+} two_pass;
+
+static void two_pass_release(clnorm_ctx *ctx, clnorm_program *prog, two_pass *t) {
+  if (t->first_done)
+    clReleaseEvent(t->first_done);
+  if (t->first)
+    clnorm__kernel_give(ctx, prog, 0, t->first);
+  if (t->second)
+    clnorm__kernel_give(ctx, prog, 1, t->second);
+  if (t->partial)
+    clReleaseMemObject(t->partial);
+}
+
+/* The start of a split-row call: its scratch buffer of `bytes` (when that fails, nothing is
+ * enqueued) and both kernels. */
+static clnorm_status two_pass_begin(clnorm_ctx *ctx, clnorm_program *prog, const clnorm_call *call,
+                                    size_t bytes, two_pass *t) {
+  cl_int err;
+  *t = (two_pass){NULL, NULL, NULL, NULL};
+  t->partial = scratch(ctx, prog, bytes, &err);
+  if (err != CL_SUCCESS)
+    return scratch_failed(ctx, err, "split-row", bytes);
+  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &t->first);
+  if (st == CLNORM_OK)
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &t->second);
+  return st;
+}
+
+/* Launches the second kernel of a split-row call after the first. When it fails, the first stays
+ * enqueued: it writes the scratch buffer only. */
+static clnorm_status launch_second(clnorm_ctx *ctx, clnorm_program *prog, cl_command_queue queue,
+                                   two_pass *t, const char *name, size_t global, size_t local,
+                                   cl_event *event, clnorm_attempt *a) {
+  const cl_int err = launch(ctx, prog, queue, t->second, global, &local, 1, &t->first_done, event);
+  if (err != CL_SUCCESS)
+    return launch_failed(ctx, a, err, name, prog, global, local);
+  if (a->want_first && clRetainEvent(t->first_done) == CL_SUCCESS)
+    a->first = t->first_done;
+  return CLNORM_OK;
+}
+
 /* The backward pass: norm_bwd, then (with weight gradients) bwd_reduce over the partial sums in
  * a scratch buffer of the call's own (released here; OpenCL frees it when the kernels are done).
  * *event completes when both have. When bwd_reduce fails to launch, a->enqueued is norm_bwd's
@@ -223,14 +270,8 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
       }
     }
   }
-  if (main_done)
-    clReleaseEvent(main_done);
-  if (main_k)
-    clnorm__kernel_give(ctx, prog, 0, main_k);
-  if (reduce_k)
-    clnorm__kernel_give(ctx, prog, 1, reduce_k);
-  if (partial)
-    clReleaseMemObject(partial);
+  two_pass t = {main_k, reduce_k, main_done, partial};
+  two_pass_release(ctx, prog, &t);
   return st;
 }
 
@@ -248,14 +289,10 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   const cl_uint cols = (cl_uint)call->cols, chunk32 = (cl_uint)chunk, splits32 = splits;
   const cl_uint flags = call_flags(call);
   cl_int err;
-  cl_mem partial = scratch(ctx, prog, 4 * sizeof(float) * units, &err);
-  if (err != CL_SUCCESS)
-    return scratch_failed(ctx, err, "split-row", 4 * sizeof(float) * units);
-  cl_kernel stats_k = NULL, norm_k = NULL;
-  cl_event stats_done = NULL;
-  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &stats_k);
-  if (st == CLNORM_OK)
-    st = clnorm__kernel_take(ctx, prog, call->op, 1, &norm_k);
+  two_pass t;
+  clnorm_status st = two_pass_begin(ctx, prog, call, 4 * sizeof(float) * units, &t);
+  cl_kernel stats_k = t.first, norm_k = t.second;
+  const cl_mem partial = t.partial;
   if (st == CLNORM_OK) {
     cl_uint i = 0;
     err = arg_rows(stats_k, &i, &call->x, call->cols);
@@ -287,25 +324,13 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   const size_t local = v->wg;
   const size_t global = (ctx->info.fixed_grid ? device_groups(ctx, v) : units) * v->wg;
   if (st == CLNORM_OK) {
-    err = launch(ctx, prog, queue, stats_k, global, &local, num_wait, wait_list, &stats_done);
+    err = launch(ctx, prog, queue, stats_k, global, &local, num_wait, wait_list, &t.first_done);
     if (err != CL_SUCCESS)
       st = launch_failed(ctx, a, err, "split_stats", prog, global, local);
   }
-  /* When split_norm fails, split_stats stays enqueued: it writes the scratch buffer only. */
-  if (st == CLNORM_OK) {
-    err = launch(ctx, prog, queue, norm_k, global, &local, 1, &stats_done, event);
-    if (err != CL_SUCCESS)
-      st = launch_failed(ctx, a, err, "split_norm", prog, global, local);
-    else if (a->want_first && clRetainEvent(stats_done) == CL_SUCCESS)
-      a->first = stats_done;
-  }
-  if (stats_done)
-    clReleaseEvent(stats_done);
-  if (stats_k)
-    clnorm__kernel_give(ctx, prog, 0, stats_k);
-  if (norm_k)
-    clnorm__kernel_give(ctx, prog, 1, norm_k);
-  clReleaseMemObject(partial);
+  if (st == CLNORM_OK)
+    st = launch_second(ctx, prog, queue, &t, "split_norm", global, local, event, a);
+  two_pass_release(ctx, prog, &t);
   return st;
 }
 
@@ -320,14 +345,10 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
                                        clnorm_attempt *a) {
   const size_t units = call->rows * splits;
   cl_int err;
-  cl_mem partial = scratch(ctx, prog, 2 * sizeof(float) * units, &err);
-  if (err != CL_SUCCESS)
-    return scratch_failed(ctx, err, "split-row", 2 * sizeof(float) * units);
-  cl_kernel sums_k = NULL, split_k = NULL;
-  cl_event sums_done = NULL;
-  clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &sums_k);
-  if (st == CLNORM_OK)
-    st = clnorm__kernel_take(ctx, prog, call->op, 1, &split_k);
+  two_pass t;
+  clnorm_status st = two_pass_begin(ctx, prog, call, 2 * sizeof(float) * units, &t);
+  cl_kernel sums_k = t.first, split_k = t.second;
+  const cl_mem partial = t.partial;
   cl_uint i = 0;
   if (st == CLNORM_OK)
     st = clnorm__set_args(ctx, sums_k, call, partial, splits, NULL);
@@ -344,26 +365,14 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   const size_t fixed = device_groups(ctx, v);
   if (st == CLNORM_OK) {
     const size_t global = (ctx->info.fixed_grid ? fixed : units) * v->wg;
-    err = launch(ctx, prog, queue, sums_k, global, &local, num_wait, wait_list, &sums_done);
+    err = launch(ctx, prog, queue, sums_k, global, &local, num_wait, wait_list, &t.first_done);
     if (err != CL_SUCCESS)
       st = launch_failed(ctx, a, err, "bwd_sums", prog, global, local);
   }
-  /* When bwd_split fails, bwd_sums stays enqueued: it writes the scratch buffer only. */
-  if (st == CLNORM_OK) {
-    const size_t global = (ctx->info.fixed_grid ? fixed : tiles) * v->wg;
-    err = launch(ctx, prog, queue, split_k, global, &local, 1, &sums_done, event);
-    if (err != CL_SUCCESS)
-      st = launch_failed(ctx, a, err, "bwd_split", prog, global, local);
-    else if (a->want_first && clRetainEvent(sums_done) == CL_SUCCESS)
-      a->first = sums_done;
-  }
-  if (sums_done)
-    clReleaseEvent(sums_done);
-  if (sums_k)
-    clnorm__kernel_give(ctx, prog, 0, sums_k);
-  if (split_k)
-    clnorm__kernel_give(ctx, prog, 1, split_k);
-  clReleaseMemObject(partial);
+  if (st == CLNORM_OK)
+    st = launch_second(ctx, prog, queue, &t, "bwd_split",
+                       (ctx->info.fixed_grid ? fixed : tiles) * v->wg, local, event, a);
+  two_pass_release(ctx, prog, &t);
   return st;
 }
 
