@@ -83,14 +83,13 @@ typedef struct clnorm_rows { /* a rows x cols row-major matrix inside a buffer *
   size_t stride; /* elements from the start of one row to the next; 0 means cols */
 } clnorm_rows;
 
-/* The library's version as "MAJOR.MINOR.PATCH"; static text. */
-CLNORM_API const char *clnorm_version(void);
-
 /* The version of the library that is running, which may differ from the header's
- * CLNORM_VERSION_STRING when a program meets another build of the shared library.
- * clnorm_version_string() is static text, never NULL (the same as clnorm_version());
- * clnorm_version_number() is that version as CLNORM_VERSION_NUMBER computes it. */
+ * CLNORM_VERSION_STRING when a program meets another build of the shared library:
+ * clnorm_version_string() as "MAJOR.MINOR.PATCH", static text, never NULL; clnorm_version() is
+ * another name for it (the first release's); clnorm_version_number() is that version as
+ * CLNORM_VERSION_NUMBER computes it. */
 CLNORM_API const char *clnorm_version_string(void);
+CLNORM_API const char *clnorm_version(void);
 CLNORM_API unsigned clnorm_version_number(void);
 
 /* Creates a clnorm context for `device` inside `context`; retains both. *out receives it.

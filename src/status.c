@@ -15,9 +15,9 @@ const char *clnorm_status_string(clnorm_status status) {
   return "unknown status";
 }
 
-const char *clnorm_version(void) { return CLNORM_VERSION_STRING; }
-
 const char *clnorm_version_string(void) { return CLNORM_VERSION_STRING; }
+
+const char *clnorm_version(void) { return clnorm_version_string(); }
 
 unsigned clnorm_version_number(void) { return CLNORM_VERSION_NUMBER; }
 

@@ -284,7 +284,6 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
   return bwd && cpu && splits < 2 ? 2 : splits;
 }
 
-/* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
 /* The groups of a split backward call's second kernel (bwd_split): one per tile of wg * TILE
  * vectors, TILE = 1024 / (wg * vec) within [1, 64] as cl/backward.cl has it, and one for the
  * columns past the last whole vector. */
@@ -295,6 +294,7 @@ size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
   return (nvec + per_tile - 1) / per_tile + (nvec * v->vec < cols ? 1 : 0);
 }
 
+/* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
 unsigned clnorm__row_class(size_t rows) {
   return rows <= 16 ? 0 : rows <= 256 ? 1 : rows <= 4096 ? 2 : 3;
 }

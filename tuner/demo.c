@@ -4,8 +4,8 @@
  * rounds, so that a device shared with other work slows all of them alike. */
 #define _POSIX_C_SOURCE 200809L
 #include "ref.h"
-#include "internal.h"
 #include "tool.h"
+#include "tool_access.h"
 
 #include <errno.h>
 #include <math.h>
@@ -247,7 +247,8 @@ static void demo_open(demo *d, const options *o) {
   char copy_err[256];
   if (tool_copy_gbps(d->context, d->queue, d->dev.device,
                      d->copy_bytes < MIN_COPY_BYTES ? d->copy_bytes : MIN_COPY_BYTES,
-                     d->ctx->info.stream_stores, &d->copy_kind, copy_err, sizeof copy_err) <= 0)
+                     clnorm__ctx_stream_stores(d->ctx), &d->copy_kind, copy_err,
+                     sizeof copy_err) <= 0)
     die(1, "%s", copy_err);
   d->copy_kernel = tool_copy_kernel(d->context, d->dev.device, d->copy_kind, &err_cl);
   check_cl(err_cl, "building the copy kernel");
@@ -517,13 +518,14 @@ int main(int argc, char **argv) {
       printf("%-21s %10.1f %9.2f %8.2f\n", results[i].op, results[i].median_s * 1e6,
              results[i].gbps, results[i].gbps / copy_gbps);
     printf("%-21s %10.1f %9.2f %8.2f\n", "copy", copy.median_s * 1e6, copy_gbps, 1.0);
-    printf("\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by its "
-           "profiling event;\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
-           "mean, rstd; copy: the fastest\nof %d copy kernels, here the %s, over %zu MiB);\n%zu x/y "
-           "pair%s and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
-           copy.runs, WARMUP_RUNS, d.ctx->info.stream_stores ? 4 : 2, tool_copy_name(d.copy_kind),
-           d.copy_bytes >> 20, d.pairs, d.pairs == 1 ? "" : "s",
-           d.copy_pairs, d.copy_pairs == 1 ? "" : "s", d.cache_bytes >> 20);
+    printf(
+        "\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by its "
+        "profiling event;\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
+        "mean, rstd; copy: the fastest\nof %d copy kernels, here the %s, over %zu MiB);\n%zu x/y "
+        "pair%s and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
+        copy.runs, WARMUP_RUNS, clnorm__ctx_stream_stores(d.ctx) ? 4 : 2,
+        tool_copy_name(d.copy_kind), d.copy_bytes >> 20, d.pairs, d.pairs == 1 ? "" : "s",
+        d.copy_pairs, d.copy_pairs == 1 ? "" : "s", d.cache_bytes >> 20);
     printf("\n%s\n", failed ? "FAIL" : "PASS");
   }
   demo_close(&d);

@@ -46,8 +46,6 @@ static void finding(doctor *d, int status, const char *what, const char *todo, .
   d->status = status > d->status ? status : d->status;
 }
 
-/* ---- the ICD loader */
-
 /* Prints an .icd file's line (the driver library) and whether that library is there. */
 static void icd_file(doctor *d, const char *path) {
   FILE *f = fopen(path, "r");
@@ -169,8 +167,6 @@ static void section_icd(doctor *d) {
     printf("  no driver is registered with the loader\n");
 }
 
-/* ---- platforms and devices */
-
 static void info_string(cl_device_id dev, cl_device_info what, char *buf, size_t size) {
   buf[0] = '\0';
   if (clGetDeviceInfo(dev, what, size - 1, buf, NULL) != CL_SUCCESS)
@@ -247,8 +243,6 @@ static void section_platforms(doctor *d) {
             "check that the driver supports this hardware (`clinfo`); for the CPU install "
             "pocl-opencl-icd");
 }
-
-/* ---- the tuning database */
 
 typedef struct listing {
   doctor *d;
@@ -404,8 +398,6 @@ static void section_db(doctor *d, const char *db_option, uint64_t hash) {
             db_option ? db_option : "");
   clnorm__db_close(db);
 }
-
-/* ---- the program-binary cache */
 
 static void section_binaries(void) {
   printf("\nProgram binary cache\n");

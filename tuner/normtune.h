@@ -10,6 +10,7 @@
 #include "ref.h"
 #include "report.h"
 #include "tool.h"
+#include "tool_access.h"
 
 #include <signal.h>
 #include <stddef.h>

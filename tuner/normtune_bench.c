@@ -481,12 +481,12 @@ int cmd_bench(const options *o) {
   char err[512];
   tool_copy_kind kind;
   const double copy = tool_copy_gbps(s.context, s.queue, s.dev.device, (size_t)256 << 20,
-                                     s.ctx->info.stream_stores, &kind, err, sizeof err);
+                                     clnorm__ctx_stream_stores(s.ctx), &kind, err, sizeof err);
   if (copy <= 0)
     die(1, "%s", err);
   char copy_kernel[96];
   snprintf(copy_kernel, sizeof copy_kernel, "%s, the fastest of %d copy kernels",
-           tool_copy_name(kind), s.ctx->info.stream_stores ? 4 : 2);
+           tool_copy_name(kind), clnorm__ctx_stream_stores(s.ctx) ? 4 : 2);
   const int failed =
       o->ngrid ? bench_grid(o, &s, copy, copy_kernel) : bench_pairs(o, &s, copy, copy_kernel);
   session_close(&s);

@@ -369,7 +369,7 @@ double record_copy(session *s, clnorm_db *db, double before) {
   bytes = fmin(bytes, (double)s->max_alloc / 2.0);
   const size_t size = (size_t)bytes & ~(size_t)15;
   const double gbps = tool_copy_gbps(s->context, s->queue, s->dev.device, size,
-                                     s->ctx->info.stream_stores, NULL, err, sizeof err);
+                                     clnorm__ctx_stream_stores(s->ctx), NULL, err, sizeof err);
   if (!(gbps > 0)) {
     if (before == 0)
       fprintf(stderr,

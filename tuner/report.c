@@ -126,8 +126,6 @@ static int on_device(void *user, const clnorm_device_identity *id,
   return 0;
 }
 
-/* ---- SVG text */
-
 /* Writes s with the five XML special characters escaped, and bytes below 0x20 left out. */
 static void xml_text(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -168,8 +166,6 @@ static void text_at(FILE *f, double x, double y, int size, const char *anchor, c
   xml_text(f, buf);
   fputs("</text>\n", f);
 }
-
-/* ---- axes */
 
 /* A step of 1, 2 or 5 times a power of ten giving about `ticks` intervals up to top. */
 static double nice_step(double top, int ticks) {
@@ -227,9 +223,8 @@ void report_row_range(unsigned row_class, char *out, size_t size) {
     snprintf(out, size, "%zu-%zu", first, next - 1);
 }
 
-/* ---- one panel: a device, an op, a row count. One count per panel: a line across cols joins
+/* One panel: a device, an op, a row count. One count per panel: a line across cols joins
  * points of one matrix height only, as tune measured them. */
-
 typedef struct panel {
   size_t device;
   clnorm_op op;
