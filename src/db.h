@@ -1,11 +1,13 @@
 /* The tuning database: measured variants per device and shape, kept in SQLite.
  *
- * db.c is the only file that includes sqlite3.h. The library opens the database for reading once
- * per context and copies this device's winners into memory; normtune opens it for writing, stores
- * one result per transaction, lists, exports and imports. Every function returns a clnorm_status
- * (CLNORM_E_DB for any database problem) and writes a message into err (err_size bytes, always
- * NUL-terminated; "" on success; err may be NULL). Nothing here prints or aborts. A clnorm_db
- * handle is used by one thread at a time; several handles (threads, processes) may share a file.
+ * db.c and db_store.c (through db_private.h) are the only files that include sqlite3.h; the JSON
+ * export and import are normtune's (tuner/db_json.h). The library opens the database for reading
+ * once per context and copies this device's winners into memory; normtune opens it for writing,
+ * stores one result per transaction, lists, exports and imports. Every function returns a
+ * clnorm_status (CLNORM_E_DB for any database problem) and writes a message into err (err_size
+ * bytes, always NUL-terminated; "" on success; err may be NULL). Nothing here prints or aborts.
+ * A clnorm_db handle is used by one thread at a time; several handles (threads, processes) may
+ * share a file.
  * Needs SQLite 3.25 or later. Internal; never installed. */
 #ifndef CLNORM_DB_H
 #define CLNORM_DB_H
