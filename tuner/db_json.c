@@ -47,14 +47,18 @@ static int export_row(void *user, const clnorm_device_identity *d, const clnorm_
   FILE *f = x->f;
   if (x->devices == 0 || !clnorm__identity_equal(&x->device, d)) {
     fputs(x->devices ? "\n   ]},\n" : "\n", f);
-    fprintf(f, "  {\"vendor_id\": %u, \"vendor\": ", (unsigned)d->vendor_id);
-    json_string(f, d->vendor);
-    fputs(", \"name\": ", f);
-    json_string(f, d->name);
-    fputs(",\n   \"driver_version\": ", f);
-    json_string(f, d->driver_version);
-    fputs(", \"opencl_version\": ", f);
-    json_string(f, d->cl_version);
+    const struct {
+      const char *key, *text;
+      int new_line; /* begins a line of its own */
+    } strings[] = {{"vendor", d->vendor, 0},
+                   {"name", d->name, 0},
+                   {"driver_version", d->driver_version, 1},
+                   {"opencl_version", d->cl_version, 0}};
+    fprintf(f, "  {\"vendor_id\": %u", (unsigned)d->vendor_id);
+    for (size_t i = 0; i < COUNT(strings); i++) {
+      fprintf(f, ",%s\"%s\": ", strings[i].new_line ? "\n   " : " ", strings[i].key);
+      json_string(f, strings[i].text);
+    }
     fprintf(f, ",\n   \"compute_units\": %u, \"max_clock_mhz\": %u, \"local_mem\": %llu,\n",
             (unsigned)d->compute_units, (unsigned)d->max_clock_mhz,
             (unsigned long long)d->local_mem);
@@ -78,14 +82,16 @@ static int export_row(void *user, const clnorm_device_identity *d, const clnorm_
     else
       fprintf(f, "\"%s\": %u, ", p->name, value);
   }
-  fprintf(f, "\"status\": \"%s\", \"median_s\": ", clnorm__outcome_names[r->outcome]);
-  json_double(f, r->median_s);
-  fputs(", \"min_s\": ", f);
-  json_double(f, r->min_s);
-  fputs(", \"gbps\": ", f);
-  json_double(f, r->gbps);
-  fputs(", \"max_err\": ", f);
-  json_double(f, r->max_err);
+  fprintf(f, "\"status\": \"%s\"", clnorm__outcome_names[r->outcome]);
+  const struct {
+    const char *key;
+    double value;
+  } measures[] = {
+      {"median_s", r->median_s}, {"min_s", r->min_s}, {"gbps", r->gbps}, {"max_err", r->max_err}};
+  for (size_t i = 0; i < COUNT(measures); i++) {
+    fprintf(f, ", \"%s\": ", measures[i].key);
+    json_double(f, measures[i].value);
+  }
   fprintf(f, ", \"measured_at\": %lld, \"kernel_hash\": \"%s\", \"clnorm_version\": ",
           (long long)r->measured_at, hash);
   json_string(f, r->clnorm_version);

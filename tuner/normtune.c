@@ -45,6 +45,16 @@ void die(int code, const char *fmt, ...) {
   exit(code);
 }
 
+static int cmd_doctor(const options *o) { return doctor_run(o->db, clnorm__kernel_hash()); }
+
+/* The commands; each file of a command group defines its own (normtune.h). */
+static const struct {
+  const char *name;
+  int (*run)(const options *o);
+} commands[] = {{"devices", cmd_devices}, {"tune", cmd_tune},     {"show", cmd_show},
+                {"bench", cmd_bench},     {"report", cmd_report}, {"doctor", cmd_doctor},
+                {"export", cmd_export},   {"import", cmd_import}, {"strategies", cmd_strategies}};
+
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
@@ -73,24 +83,9 @@ int main(int argc, char **argv) {
   options o;
   parse_options(argc, argv, 2, &o);
   check_command_options(cmd, &o);
-  if (strcmp(cmd, "devices") == 0)
-    return cmd_devices();
-  if (strcmp(cmd, "tune") == 0)
-    return cmd_tune(&o);
-  if (strcmp(cmd, "show") == 0)
-    return cmd_show(&o);
-  if (strcmp(cmd, "bench") == 0)
-    return cmd_bench(&o);
-  if (strcmp(cmd, "report") == 0)
-    return cmd_report(&o);
-  if (strcmp(cmd, "doctor") == 0)
-    return doctor_run(o.db, clnorm__kernel_hash());
-  if (strcmp(cmd, "export") == 0)
-    return cmd_export(&o);
-  if (strcmp(cmd, "import") == 0)
-    return cmd_import(&o);
-  if (strcmp(cmd, "strategies") == 0)
-    return cmd_strategies(&o);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].run(&o);
   die(EXIT_USAGE, "unknown command \"%s\" (see normtune --help)", cmd);
   return EXIT_USAGE;
 }

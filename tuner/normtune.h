@@ -304,13 +304,21 @@ double record_copy(session *s, clnorm_db *db, double before);
 
 /* normtune_tune.c */
 /* The ops and dtypes of a mask, in enum order; returns how many. */
-size_t mask_ops(unsigned mask, clnorm_op *out);
-size_t mask_dtypes(unsigned mask, clnorm_dtype *out);
+/* The shapes a command covers: --ops, --dtypes, --cols and --rows where given, else the
+ * command's defaults (ops and dtypes: bit 1 << value). */
+typedef struct selection {
+  clnorm_op ops[CLNORM_OP_COUNT];
+  clnorm_dtype dtypes[DTYPE_COUNT];
+  size_t nops, ndtypes, ncols, nrows;
+  const size_t *cols, *rows;
+} selection;
+void select_shapes(const options *o, unsigned ops, unsigned dtypes, const size_t *cols,
+                   size_t ncols, const size_t *rows, size_t nrows, selection *sel);
 int cmd_tune(const options *o);
 int cmd_strategies(const options *o);
 
 /* normtune_db.c */
-int cmd_devices(void);
+int cmd_devices(const options *o);
 /* Writes v as a JSON number, or null when it is not finite. */
 void json_number(const char *format, double v);
 int cmd_show(const options *o);

@@ -59,14 +59,8 @@ static void bench_json_side(const char *prefix, const bench_side *b) {
 static int bench_pairs(const options *o, session *s, double copy, const char *copy_kernel) {
   static const size_t bench_cols[] = {4096, 65536};
   static const size_t bench_rows[] = {256};
-  const size_t *cols = o->ncols ? o->cols : bench_cols;
-  const size_t ncols = o->ncols ? o->ncols : sizeof bench_cols / sizeof bench_cols[0];
-  const size_t *rows = o->nrows ? o->rows : bench_rows;
-  const size_t nrows = o->nrows ? o->nrows : sizeof bench_rows / sizeof bench_rows[0];
-  clnorm_op ops[CLNORM_OP_COUNT];
-  clnorm_dtype dtypes[DTYPE_COUNT];
-  const size_t nops = mask_ops(o->ops ? o->ops : NORM_OPS, ops);
-  const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : 1u << CLNORM_F32, dtypes);
+  selection sel;
+  select_shapes(o, NORM_OPS, 1u << CLNORM_F32, bench_cols, 2, bench_rows, 1, &sel);
   int failed = 0;
   if (!o->json) {
     printf("normtune bench on %s (%s); copy bandwidth %.1f GB/s (%s, same run)\n", s->dev.name,
@@ -77,14 +71,14 @@ static int bench_pairs(const options *o, session *s, double copy, const char *co
     printf("%-13s %-5s %6s %6s | %9s %5s %6s %-9s | %9s %5s %6s | %s\n", "op", "dtype", "rows",
            "cols", "chosen", "+-%", "/copy", "why", "heuristic", "+-%", "/copy", "chosen variant");
   }
-  for (size_t a = 0; a < nops; a++)
-    for (size_t d = 0; d < ndtypes; d++)
-      for (size_t ci = 0; ci < ncols; ci++)
-        for (size_t ri = 0; ri < nrows; ri++) {
+  for (size_t a = 0; a < sel.nops; a++)
+    for (size_t d = 0; d < sel.ndtypes; d++)
+      for (size_t ci = 0; ci < sel.ncols; ci++)
+        for (size_t ri = 0; ri < sel.nrows; ri++) {
           shape sh;
           char why[512];
-          if (!shape_init(s, &sh, ops[a], dtypes[d], rows[ri], cols[ci], NULL, 1, why,
-                          sizeof why)) {
+          if (!shape_init(s, &sh, sel.ops[a], sel.dtypes[d], sel.rows[ri], sel.cols[ci], NULL, 1,
+                          why, sizeof why)) {
             fprintf(stderr, "normtune: skipped %s\n", why);
             continue;
           }
@@ -137,8 +131,8 @@ static int bench_pairs(const options *o, session *s, double copy, const char *co
             tool_json_string(s->dev.name);
             printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
                    "\"copy_gbps\": %.1f, \"bytes\": %.0f, \"rounds\": %d",
-                   op_name(ops[a]), dtype_name(dtypes[d]), rows[ri], cols[ci], copy, bytes,
-                   BENCH_ROUNDS);
+                   op_name(sel.ops[a]), dtype_name(sel.dtypes[d]), sel.rows[ri], sel.cols[ci], copy,
+                   bytes, BENCH_ROUNDS);
             bench_json_side("", &c);
             printf(", \"variant\": \"%s\", \"why\": \"%s\"", text, clnorm_choice_string(reason));
             bench_json_side("heuristic_", &h);
@@ -155,8 +149,8 @@ static int bench_pairs(const options *o, session *s, double copy, const char *co
               snprintf(heur_cols, sizeof heur_cols, "%9.1f %5.1f %6.2f", h.gbps, bench_spread(&h),
                        h.ratio);
             printf("%-13s %-5s %6zu %6zu | %9.1f %5.1f %6.2f %-9s | %s | %s%s%s%s\n",
-                   op_name(ops[a]), dtype_name(dtypes[d]), rows[ri], cols[ci], c.gbps,
-                   bench_spread(&c), c.ratio, clnorm_choice_string(reason), heur_cols, text,
+                   op_name(sel.ops[a]), dtype_name(sel.dtypes[d]), sel.rows[ri], sel.cols[ci],
+                   c.gbps, bench_spread(&c), c.ratio, clnorm_choice_string(reason), heur_cols, text,
                    same ? " (the heuristic's own variant)" : "",
                    ok ? "" : "  CHECK FAILED: ", reason_text);
           }
@@ -358,17 +352,15 @@ static void grid_prebuild(session *s, const options *o, const clnorm_op *ops, si
 }
 
 static int bench_grid(const options *o, session *s, double copy, const char *copy_kernel) {
-  clnorm_op ops[CLNORM_OP_COUNT];
-  clnorm_dtype dtypes[DTYPE_COUNT];
-  const size_t nops = mask_ops(o->ops ? o->ops : ALL_OPS, ops);
-  const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : ALL_DTYPES, dtypes);
-  const size_t count = o->ngrid * ndtypes * nops;
+  selection sel;
+  select_shapes(o, ALL_OPS, ALL_DTYPES, NULL, 0, NULL, 0, &sel);
+  const size_t count = o->ngrid * sel.ndtypes * sel.nops;
   int want_res = 0, want_dy = 0;
-  for (size_t a = 0; a < nops; a++) {
-    want_res |= clnorm__op_add(ops[a]);
-    want_dy |= clnorm__op_backward(ops[a]);
+  for (size_t a = 0; a < sel.nops; a++) {
+    want_res |= clnorm__op_add(sel.ops[a]);
+    want_dy |= clnorm__op_backward(sel.ops[a]);
   }
-  grid_prebuild(s, o, ops, nops, dtypes, ndtypes);
+  grid_prebuild(s, o, sel.ops, sel.nops, sel.dtypes, sel.ndtypes);
   static const char check_note[] =
       "outputs poisoned with NaN, one run through the dispatcher, compared with the float64 "
       "reference: every row when rows <= 64 or rows x cols <= 4M elements, else 64 rows spread "
@@ -410,25 +402,25 @@ static int bench_grid(const options *o, session *s, double copy, const char *cop
   size_t done = 0, failed = 0, skipped = 0;
   const double start = tool_now();
   for (size_t gi = 0; gi < o->ngrid; gi++)
-    for (size_t d = 0; d < ndtypes; d++) {
+    for (size_t d = 0; d < sel.ndtypes; d++) {
       const size_t rows = o->grid_rows[gi], cols = o->grid_cols[gi];
       /* host data only when at least one op fits the device */
       int any = 0;
       char why[512];
-      for (size_t a = 0; a < nops && !any; a++)
-        any = shape_fits(s, ops[a], dtypes[d], rows, cols, why, sizeof why);
+      for (size_t a = 0; a < sel.nops && !any; a++)
+        any = shape_fits(s, sel.ops[a], sel.dtypes[d], rows, cols, why, sizeof why);
       host_data data;
       memset(&data, 0, sizeof data);
-      const int made = any && host_data_make(&data, dtypes[d], rows, cols, want_res, want_dy,
+      const int made = any && host_data_make(&data, sel.dtypes[d], rows, cols, want_res, want_dy,
                                              0x9e1d0000u + gi * 8 + d, 0, 0);
-      for (size_t a = 0; a < nops; a++) {
+      for (size_t a = 0; a < sel.nops; a++) {
         grid_row g;
         if (made) {
-          grid_item(s, &data, ops[a], copy, &g);
+          grid_item(s, &data, sel.ops[a], copy, &g);
         } else {
           memset(&g, 0, sizeof g);
-          g.op = ops[a];
-          g.dtype = dtypes[d];
+          g.op = sel.ops[a];
+          g.dtype = sel.dtypes[d];
           g.rows = rows;
           g.cols = cols;
           g.us = g.event_us = g.gbps = g.ratio = g.bytes = g.wall_us = NAN;
@@ -436,10 +428,10 @@ static int bench_grid(const options *o, session *s, double copy, const char *cop
           g.check = "skipped";
           if (any)
             snprintf(g.reason, sizeof g.reason,
-                     "%s %s %zu x %zu: out of host memory for its inputs", op_name(ops[a]),
-                     dtype_name(dtypes[d]), rows, cols);
+                     "%s %s %zu x %zu: out of host memory for its inputs", op_name(sel.ops[a]),
+                     dtype_name(sel.dtypes[d]), rows, cols);
           else
-            shape_fits(s, ops[a], dtypes[d], rows, cols, g.reason, sizeof g.reason);
+            shape_fits(s, sel.ops[a], sel.dtypes[d], rows, cols, g.reason, sizeof g.reason);
         }
         done++;
         failed += strcmp(g.check, "FAIL") == 0;

@@ -16,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-int cmd_devices(void) {
+int cmd_devices(const options *o) {
+  (void)o;
   tool_device devs[64];
   const size_t n = tool_devices(devs, 64);
   if (n == 0) {

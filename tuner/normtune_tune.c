@@ -23,20 +23,20 @@ static const size_t default_cols[] = {64,    128,   256,   512,   768,  1024, 15
 /* A representative row count of each row class (see clnorm__row_class). */
 static const size_t class_rows[] = {8, 128, 2048, 16384};
 
-size_t mask_ops(unsigned mask, clnorm_op *out) {
-  size_t n = 0;
+void select_shapes(const options *o, unsigned ops, unsigned dtypes, const size_t *cols,
+                   size_t ncols, const size_t *rows, size_t nrows, selection *sel) {
+  const unsigned op_mask = o->ops ? o->ops : ops, dtype_mask = o->dtypes ? o->dtypes : dtypes;
+  sel->nops = sel->ndtypes = 0;
   for (int i = 0; i < CLNORM_OP_COUNT; i++)
-    if (mask & (1u << i))
-      out[n++] = (clnorm_op)i;
-  return n;
-}
-
-size_t mask_dtypes(unsigned mask, clnorm_dtype *out) {
-  size_t n = 0;
+    if (op_mask & (1u << i))
+      sel->ops[sel->nops++] = (clnorm_op)i;
   for (int i = 0; i < DTYPE_COUNT; i++)
-    if (mask & (1u << i))
-      out[n++] = (clnorm_dtype)i;
-  return n;
+    if (dtype_mask & (1u << i))
+      sel->dtypes[sel->ndtypes++] = (clnorm_dtype)i;
+  sel->cols = o->ncols ? o->cols : cols;
+  sel->ncols = o->ncols ? o->ncols : ncols;
+  sel->rows = o->nrows ? o->rows : rows;
+  sel->nrows = o->nrows ? o->nrows : nrows;
 }
 
 /* Candidates stay out of the program-binary cache (hundreds of programs, some 60 KB each on
@@ -65,15 +65,11 @@ int cmd_tune(const options *o) {
             (unsigned long long)(stale.driver_changed + stale.kernels_changed),
             (unsigned long long)stale.driver_changed, (unsigned long long)stale.kernels_changed);
 
-  const size_t *cols = o->ncols ? o->cols : default_cols;
-  const size_t ncols = o->ncols ? o->ncols : sizeof default_cols / sizeof default_cols[0];
-  const size_t *rows = o->nrows ? o->rows : class_rows;
-  const size_t nrows = o->nrows ? o->nrows : sizeof class_rows / sizeof class_rows[0];
   /* defaults: LayerNorm and RMSNorm forward in float32, the tuning time of earlier releases */
-  clnorm_op ops[CLNORM_OP_COUNT];
-  clnorm_dtype dtypes[DTYPE_COUNT];
-  const size_t nops = mask_ops(o->ops ? o->ops : NORM_OPS, ops);
-  const size_t ndtypes = mask_dtypes(o->dtypes ? o->dtypes : 1u << CLNORM_F32, dtypes);
+  selection sel;
+  select_shapes(o, NORM_OPS, 1u << CLNORM_F32, default_cols,
+                sizeof default_cols / sizeof default_cols[0], class_rows,
+                sizeof class_rows / sizeof class_rows[0], &sel);
 
   signal(SIGINT, on_sigint);
   const size_t nvar = variant_capacity(s.ctx);
@@ -87,7 +83,7 @@ int cmd_tune(const options *o) {
   se.db = db;
   se.o = o;
   se.tty = isatty(STDERR_FILENO) && !o->quiet;
-  se.shape_count = nops * ndtypes * ncols * nrows;
+  se.shape_count = sel.nops * sel.ndtypes * sel.ncols * sel.nrows;
   se.run_start = tool_now();
   se.deadline = o->budget > 0 ? se.run_start + o->budget : 0.0;
   clnorm_rng rng;
@@ -101,24 +97,24 @@ int cmd_tune(const options *o) {
   /* resumed: shapes whose every candidate was read back from the database */
   size_t tuned = 0, skipped = 0, resumed = 0;
   int budget_out = 0;
-  for (size_t a = 0; a < nops; a++)
-    for (size_t d = 0; d < ndtypes; d++)
-      for (size_t ci = 0; ci < ncols; ci++)
-        for (size_t ri = 0; ri < nrows; ri++, se.shape_index++) {
+  for (size_t a = 0; a < sel.nops; a++)
+    for (size_t d = 0; d < sel.ndtypes; d++)
+      for (size_t ci = 0; ci < sel.ncols; ci++)
+        for (size_t ri = 0; ri < sel.nrows; ri++, se.shape_index++) {
           if (out_of_time(&se)) {
             budget_out = !interrupted;
             goto done;
           }
           shape sh;
           char why[512];
-          if (!shape_init(&s, &sh, ops[a], dtypes[d], rows[ri], cols[ci], NULL, 1, why,
-                          sizeof why)) {
+          if (!shape_init(&s, &sh, sel.ops[a], sel.dtypes[d], sel.rows[ri], sel.cols[ci], NULL, 1,
+                          why, sizeof why)) {
             fprintf(stderr, "%snormtune: skipped %s\n", se.tty ? "\n" : "", why);
             skipped++;
             continue;
           }
           const clnorm_call call = shape_call(&sh, 0);
-          const size_t nv = clnorm_variant_list(s.ctx, ops[a], dtypes[d], all, nvar);
+          const size_t nv = clnorm_variant_list(s.ctx, sel.ops[a], sel.dtypes[d], all, nvar);
           se.n = 0;
           for (size_t i = 0; i < nv && i < nvar; i++) {
             /* the call-level check (the row must fit a held variant) without building */
@@ -133,7 +129,8 @@ int cmd_tune(const options *o) {
             fprintf(stderr,
                     "%snormtune: skipped %s %s %zu x %zu: no variant of it runs on this "
                     "device\n",
-                    se.tty ? "\n" : "", op_name(ops[a]), dtype_name(dtypes[d]), rows[ri], cols[ci]);
+                    se.tty ? "\n" : "", op_name(sel.ops[a]), dtype_name(sel.dtypes[d]),
+                    sel.rows[ri], sel.cols[ci]);
             skipped++;
             shape_free(&sh);
             continue;
