@@ -183,6 +183,10 @@ int print_help(const char *cmd);
 void db_path(const options *o, char *buf, size_t size);
 /* Opens for writing; a corrupt, foreign-schema or newer file is moved aside and recreated. */
 clnorm_db *open_db_write(const char *path);
+/* Opens the database of --db (or the default) for reading, or exits saying why, then `hint`;
+ * its path into `path` when not NULL. */
+#define DB_PATH_MAX 4096
+clnorm_db *open_db_read(const options *o, const char *hint, char path[DB_PATH_MAX]);
 void session_open(const options *o, session *s);
 void session_close(session *s);
 clnorm_call call_of(const shape *sh, const operands *o);
@@ -320,6 +324,14 @@ int cmd_strategies(const options *o);
 /* normtune_db.c */
 int cmd_devices(const options *o);
 /* Writes v as a JSON number, or null when it is not finite. */
+/* JSON members ", \"key\": value": a number in `format` (null when not finite) or, where text is
+ * not NULL, a string. */
+typedef struct json_field {
+  const char *key, *format;
+  double number;
+  const char *text;
+} json_field;
+void json_fields(const json_field *fields, size_t n);
 void json_number(const char *format, double v);
 int cmd_show(const options *o);
 int cmd_export(const options *o);

@@ -194,29 +194,21 @@ static void grid_print(const options *o, const session *s, const grid_row *g, do
   if (o->json) {
     printf("{\"device\": ");
     tool_json_string(s->dev.name);
-    printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, \"us\": ",
-           op_name(g->op), dtype_name(g->dtype), g->rows, g->cols);
-    json_number("%.3f", g->us);
-    printf(", \"event_us\": ");
-    json_number("%.3f", g->event_us);
-    printf(", \"gbps\": ");
-    json_number("%.1f", g->gbps);
-    printf(", \"copy_gbps\": %.1f, \"ratio\": ", copy);
-    json_number("%.3f", g->ratio);
-    printf(", \"bytes\": ");
-    json_number("%.0f", g->bytes);
-    printf(", \"wall_us\": ");
-    json_number("%.3f", g->wall_us);
-    printf(", \"variant\": ");
-    tool_json_string(g->variant);
-    printf(", \"why\": ");
-    tool_json_string(g->why ? g->why : "");
-    printf(", \"max_err\": ");
-    json_number("%.3g", g->max_err);
-    printf(", \"err_tol\": ");
-    json_number("%.3g", g->err_tol);
-    printf(", \"worst\": ");
-    tool_json_string(g->worst ? g->worst : "");
+    printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu", op_name(g->op),
+           dtype_name(g->dtype), g->rows, g->cols);
+    const json_field fields[] = {{"us", "%.3f", g->us, NULL},
+                                 {"event_us", "%.3f", g->event_us, NULL},
+                                 {"gbps", "%.1f", g->gbps, NULL},
+                                 {"copy_gbps", "%.1f", copy, NULL},
+                                 {"ratio", "%.3f", g->ratio, NULL},
+                                 {"bytes", "%.0f", g->bytes, NULL},
+                                 {"wall_us", "%.3f", g->wall_us, NULL},
+                                 {"variant", NULL, 0.0, g->variant},
+                                 {"why", NULL, 0.0, g->why ? g->why : ""},
+                                 {"max_err", "%.3g", g->max_err, NULL},
+                                 {"err_tol", "%.3g", g->err_tol, NULL},
+                                 {"worst", NULL, 0.0, g->worst ? g->worst : ""}};
+    json_fields(fields, sizeof fields / sizeof fields[0]);
     printf(", \"rows_checked\": %zu, \"check\": \"%s\", \"reason\": ", g->rows_checked, g->check);
     tool_json_string(g->reason);
     printf("}\n");

@@ -51,6 +51,16 @@ typedef struct show_state {
   char last_name[256], last_driver[256];
 } show_state;
 
+void json_fields(const json_field *fields, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    printf(", \"%s\": ", fields[i].key);
+    if (fields[i].text)
+      tool_json_string(fields[i].text);
+    else
+      json_number(fields[i].format, fields[i].number);
+  }
+}
+
 void json_number(const char *format, double v) {
   if (isfinite(v))
     printf(format, v);
@@ -92,15 +102,15 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
     printf(", \"driver\": ");
     tool_json_string(dev->driver_version);
     printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
-           "\"rows\": %llu, \"variant\": \"%s\", \"median_s\": ",
+           "\"rows\": %llu, \"variant\": \"%s\"",
            op_name(r->op), dtype_name(r->dtype), (unsigned long long)r->cols, r->row_class,
            (unsigned long long)r->rows, text);
-    json_number("%.6g", r->median_s);
-    printf(", \"gbps\": ");
-    json_number("%.1f", r->gbps);
-    printf(", \"max_err\": ");
-    json_number("%.3g", r->max_err);
-    printf(", \"row_range\": \"%s\"}", range);
+    const json_field fields[] = {{"median_s", "%.6g", r->median_s, NULL},
+                                 {"gbps", "%.1f", r->gbps, NULL},
+                                 {"max_err", "%.3g", r->max_err, NULL},
+                                 {"row_range", NULL, 0.0, range}};
+    json_fields(fields, sizeof fields / sizeof fields[0]);
+    printf("}");
     st->first = 0;
     return 0;
   }
@@ -118,11 +128,8 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
 }
 
 int cmd_show(const options *o) {
-  char path[4096], err[1024];
-  db_path(o, path, sizeof path);
-  clnorm_db *db = NULL;
-  if (clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err) != CLNORM_OK)
-    die(1, "%s (run `normtune tune` first, or give --db PATH)", err);
+  char path[DB_PATH_MAX], err[1024];
+  clnorm_db *db = open_db_read(o, " (run `normtune tune` first, or give --db PATH)", path);
   show_state st;
   memset(&st, 0, sizeof st);
   st.json = o->json;
@@ -166,11 +173,8 @@ int cmd_show(const options *o) {
 int cmd_export(const options *o) {
   if (!o->file)
     die(EXIT_USAGE, "export needs a FILE (- for standard output)");
-  char path[4096], err[1024];
-  db_path(o, path, sizeof path);
-  clnorm_db *db = NULL;
-  if (clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err) != CLNORM_OK)
-    die(1, "%s", err);
+  char err[1024];
+  clnorm_db *db = open_db_read(o, "", NULL);
   FILE *out = strcmp(o->file, "-") == 0 ? stdout : fopen(o->file, "w");
   if (!out)
     die(1, "cannot write %s: %s", o->file, strerror(errno));

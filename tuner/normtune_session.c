@@ -27,6 +27,16 @@ void db_path(const options *o, char *buf, size_t size) {
     die(1, "%s (give --db PATH)", err);
 }
 
+clnorm_db *open_db_read(const options *o, const char *hint, char path[DB_PATH_MAX]) {
+  char own[DB_PATH_MAX], err[1024];
+  path = path ? path : own;
+  db_path(o, path, DB_PATH_MAX);
+  clnorm_db *db = NULL;
+  if (clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err) != CLNORM_OK)
+    die(1, "%s%s", err, hint);
+  return db;
+}
+
 clnorm_db *open_db_write(const char *path) {
   char err[1024], moved[4200];
   clnorm_db *db = NULL;
@@ -163,22 +173,21 @@ int shape_fits(const session *s, clnorm_op op, clnorm_dtype dtype, size_t rows, 
   const double matrix = (double)rows * (double)cols * (double)clnorm__dtype_size(dtype);
   const double budget = (double)s->global_mem * 0.6;
   const double need = shape_bytes(op, dtype, rows, cols, 1);
-  if (matrix > (double)s->max_alloc) {
-    snprintf(why, why_size,
-             "%s %s %zu x %zu: one matrix is %.0f MiB, more than the device allocates at once "
-             "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.0f MiB)",
-             op_name(op), dtype_name(dtype), rows, cols, matrix / 1048576.0,
-             (double)s->max_alloc / 1048576.0);
-    return 0;
-  }
-  if (need > budget) {
-    snprintf(why, why_size,
-             "%s %s %zu x %zu needs %.0f MiB of device buffers, more than 60%% of the device's "
-             "memory (CL_DEVICE_GLOBAL_MEM_SIZE %.0f MiB)",
-             op_name(op), dtype_name(dtype), rows, cols, need / 1048576.0,
-             (double)s->global_mem / 1048576.0);
-    return 0;
-  }
+  const struct {
+    double need, limit, device_mib;
+    const char *format; /* op, dtype, rows, cols, need and the device's figure in MiB */
+  } limits[] = {{matrix, (double)s->max_alloc, (double)s->max_alloc / 1048576.0,
+                 "%s %s %zu x %zu: one matrix is %.0f MiB, more than the device allocates at "
+                 "once (CL_DEVICE_MAX_MEM_ALLOC_SIZE %.0f MiB)"},
+                {need, budget, (double)s->global_mem / 1048576.0,
+                 "%s %s %zu x %zu needs %.0f MiB of device buffers, more than 60%% of the "
+                 "device's memory (CL_DEVICE_GLOBAL_MEM_SIZE %.0f MiB)"}};
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+    if (limits[i].need > limits[i].limit) {
+      snprintf(why, why_size, limits[i].format, op_name(op), dtype_name(dtype), rows, cols,
+               limits[i].need / 1048576.0, limits[i].device_mib);
+      return 0;
+    }
   return 1;
 }
 

@@ -260,11 +260,8 @@ int cmd_strategies(const options *o) {
   session s;
   no_candidate_cache();
   session_open(o, &s);
-  char path[4096], err[1024];
-  db_path(o, path, sizeof path);
-  clnorm_db *db = NULL;
-  if (clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err) != CLNORM_OK)
-    die(1, "%s", err);
+  char err[1024];
+  clnorm_db *db = open_db_read(o, "", NULL);
   replay_state st;
   memset(&st, 0, sizeof st);
   const uint64_t hash = s.hash;
