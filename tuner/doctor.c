@@ -202,14 +202,11 @@ static void section_platforms(doctor *d) {
     clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
     printf("  platform %u: %s (%s), %s\n", (unsigned)p, name, vendor, version);
     cl_uint ndev = 0;
-    cl_int de = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev);
-    if (de != CL_SUCCESS || ndev == 0) {
-      printf("    no device (clGetDeviceIDs: %d)\n", (int)de);
-      continue;
-    }
-    cl_device_id *devs = calloc(ndev, sizeof *devs);
-    if (!devs || clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) != CL_SUCCESS) {
-      free(devs);
+    cl_int de;
+    cl_device_id *devs = tool_platform_devices(plats[p], &ndev, &de);
+    if (!devs) {
+      if (de != CL_SUCCESS || ndev == 0)
+        printf("    no device (clGetDeviceIDs: %d)\n", (int)de);
       continue;
     }
     for (cl_uint i = 0; i < ndev; i++, index++) {

@@ -4,20 +4,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 volatile sig_atomic_t interrupted;
 
 void on_sigint(int sig) {

@@ -7,14 +7,26 @@
 #include "db_json.h"
 #include "doctor.h"
 #include "internal.h"
+#include "names.h"
 #include "ref.h"
 #include "report.h"
 #include "tool.h"
 #include "tool_access.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXIT_USAGE 2
 
@@ -248,6 +260,12 @@ clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, doubl
  * overhead included. Negative on failure. */
 double wall_per_call(session *s, shape *sh, size_t calls);
 void parallel_for(size_t n, void (*fn)(void *user, size_t i), void *user);
+/* Builds programs on every core before timing: compilers are slow (a third of a second per
+ * program on NVIDIA's), and one after another, building would be the bulk of a run. Item i is
+ * calls[i * call_step] with variants[i] (clnorm_variant_check), or with variants NULL the
+ * dispatcher's choice for it (clnorm_choose). */
+void build_all(clnorm_ctx *ctx, const clnorm_call *calls, size_t call_step,
+               const clnorm_variant *variants, size_t n);
 
 /* normtune_search.c */
 void progress(search *se, const char *last);

@@ -3,20 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 /* bench without --grid: each variant timed in BENCH_ROUNDS rounds, the dispatcher's choice and
  * the heuristic's in alternation, so that a busy device slows both alike; the spread of the
  * rounds shows how far one figure can be trusted. */
@@ -288,18 +274,6 @@ static void grid_item(session *s, host_data *data, clnorm_op op, double copy, gr
   shape_free(&sh);
 }
 
-/* Builds the kernels of every call of the grid on several threads first: on NVIDIA's compiler
- * a third of a second each, one after another, would be minutes. */
-typedef struct grid_build {
-  clnorm_ctx *ctx;
-  const clnorm_call *calls;
-} grid_build;
-
-static void grid_build_one(void *user, size_t i) {
-  const grid_build *gb = user;
-  clnorm_choose(gb->ctx, &gb->calls[i], NULL, NULL);
-}
-
 static void grid_prebuild(session *s, const options *o, const clnorm_op *ops, size_t nops,
                           const clnorm_dtype *dtypes, size_t ndtypes) {
   const size_t count = o->ngrid * ndtypes * nops;
@@ -335,8 +309,7 @@ static void grid_prebuild(session *s, const options *o, const clnorm_op *ops, si
   const double start = tool_now();
   if (!o->quiet)
     fprintf(stderr, "normtune: building the kernels the dispatcher chooses for %zu calls\n", count);
-  grid_build gb = {s->ctx, calls};
-  parallel_for(count, grid_build_one, &gb);
+  build_all(s->ctx, calls, 1, NULL, count);
   if (!o->quiet)
     fprintf(stderr, "normtune: built in %.1f s\n", tool_now() - start);
   release(dummy);

@@ -3,20 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 int uses_matrix(clnorm_op op, int m) {
   if (m == MAT_RES || m == MAT_SUM)
     return clnorm__op_add(op);
@@ -522,4 +508,26 @@ void parallel_for(size_t n, void (*fn)(void *user, size_t i), void *user) {
     parallel_worker(&p);
   for (size_t t = 0; t < started; t++)
     clnorm__thread_join(tid[t]);
+}
+
+typedef struct build_job {
+  clnorm_ctx *ctx;
+  const clnorm_call *calls;
+  size_t call_step;
+  const clnorm_variant *variants;
+} build_job;
+
+static void build_one(void *user, size_t i) {
+  const build_job *b = user;
+  const clnorm_call *call = &b->calls[i * b->call_step];
+  if (b->variants)
+    clnorm_variant_check(b->ctx, call, &b->variants[i]);
+  else
+    clnorm_choose(b->ctx, call, NULL, NULL);
+}
+
+void build_all(clnorm_ctx *ctx, const clnorm_call *calls, size_t call_step,
+               const clnorm_variant *variants, size_t n) {
+  build_job b = {ctx, calls, call_step, variants};
+  parallel_for(n, build_one, &b);
 }

@@ -2,20 +2,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 static const char *const option_names[] = {
     "--device", "--db",      "--out",    "--strategy", "--ops",  "--dtypes", "--cols",  "--rows",
     "--grid",   "--c-table", "--budget", "--fraction", "--seed", "--json",   "--quiet", "FILE"};
@@ -138,6 +124,15 @@ void parse_options(int argc, char **argv, int first, options *o) {
     if (!v)
       die(EXIT_USAGE, "%s needs a value", a);
     i++;
+    const char **text = bit == OPT_DB         ? &o->db
+                        : bit == OPT_OUT      ? &o->out
+                        : bit == OPT_STRATEGY ? &o->strategy
+                        : bit == OPT_C_TABLE  ? &o->c_table
+                                              : NULL;
+    if (text) {
+      *text = v;
+      continue;
+    }
     switch (bit) {
     case OPT_DEVICE: {
       /* an index must be one: "-1" or an index past 2^64 is no device name either */
@@ -153,15 +148,6 @@ void parse_options(int argc, char **argv, int first, options *o) {
       o->device = v;
       break;
     }
-    case OPT_DB:
-      o->db = v;
-      break;
-    case OPT_OUT:
-      o->out = v;
-      break;
-    case OPT_STRATEGY:
-      o->strategy = v;
-      break;
     case OPT_OPS:
       o->ops = parse_names(v, op_name_at, CLNORM_OP_COUNT, "--ops");
       break;
@@ -176,9 +162,6 @@ void parse_options(int argc, char **argv, int first, options *o) {
       break;
     case OPT_GRID:
       parse_grid(v, o);
-      break;
-    case OPT_C_TABLE:
-      o->c_table = v;
       break;
     case OPT_BUDGET:
       o->budget = parse_real("--budget", v, 0.0, 1e9, "a positive number of seconds");

@@ -3,20 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 void progress(search *se, const char *last) {
   if (se->o->quiet)
     return;
@@ -155,26 +141,21 @@ size_t find_candidate(const search *se, const clnorm_variant *v) {
 }
 
 unsigned differences(const clnorm_variant *a, const clnorm_variant *b) {
-  return (a->wg != b->wg) + (a->tpr != b->tpr) + (a->vec != b->vec) + (a->hold != b->hold) +
-         (a->reduce != b->reduce) + (a->stats != b->stats);
+  unsigned n = 0;
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++)
+    n += clnorm__variant_param(a, i) != clnorm__variant_param(b, i);
+  return n;
 }
 
-/* Builds every candidate's program on several threads before timing: compilers are slow
- * (a third of a second per program on NVIDIA's), and building is the bulk of an exhaustive run.
- * Build failures are simply remembered by the context and reported when evaluated. */
-typedef struct prebuild {
-  search *se;
-  const clnorm_call *call;
-} prebuild;
-
-static void prebuild_one(void *user, size_t i) {
-  const prebuild *pb = user;
-  clnorm_variant_check(pb->se->s->ctx, pb->call, &pb->se->c[i].v);
-}
-
+/* Build failures are simply remembered by the context and reported when evaluated. */
 void prebuild_all(search *se, const clnorm_call *call) {
-  prebuild pb = {se, call};
-  parallel_for(se->n, prebuild_one, &pb);
+  clnorm_variant *v = malloc((se->n ? se->n : 1) * sizeof *v);
+  if (!v)
+    die(1, "out of memory");
+  for (size_t i = 0; i < se->n; i++)
+    v[i] = se->c[i].v;
+  build_all(se->s->ctx, call, 0, v, se->n);
+  free(v);
 }
 
 static void run_exhaustive(search *se, size_t start, size_t limit, clnorm_rng *rng) {

@@ -3,20 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 void db_path(const options *o, char *buf, size_t size) {
   char err[512];
   if (o->db) {

@@ -3,20 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 static const size_t default_cols[] = {64,    128,   256,   512,   768,  1024, 1536,
                                       2048,  2560,  3072,  4096,  5120, 6144, 8192,
                                       12288, 14336, 16384, 32768, 65536};

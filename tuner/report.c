@@ -128,27 +128,14 @@ static int on_device(void *user, const clnorm_device_identity *id,
 
 /* Writes s with the five XML special characters escaped, and bytes below 0x20 left out. */
 static void xml_text(FILE *f, const char *s) {
+  static const char special[] = "&<>\"'";
+  static const char *const entity[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
   for (; *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&apos;", f);
-      break;
-    default:
-      if ((unsigned char)*s >= 0x20)
-        fputc(*s, f);
-    }
+    const char *at = strchr(special, *s);
+    if (at)
+      fputs(entity[at - special], f);
+    else if ((unsigned char)*s >= 0x20)
+      fputc(*s, f);
   }
 }
 
