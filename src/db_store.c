@@ -14,32 +14,33 @@ static const char *const statements[ST_COUNT] = {
     [ST_ADD_DEVICE] = "INSERT OR IGNORE INTO devices (vendor_id, vendor, name, driver_version,"
                       " opencl_version, compute_units, max_clock_mhz, local_mem)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    [ST_PUT] = "INSERT OR REPLACE INTO results (device_id, kernel_hash, op, dtype, cols, row_class,"
-               " wg, tpr, vec, hold, reduce, stats, rows, status, median_s, min_s, gbps, max_err,"
-               " measured_at, clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-               " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+    [ST_PUT] =
+        "INSERT OR REPLACE INTO results (device_id, kernel_hash, op, dtype, cols, "
+        "row_class" CLNORM_VARIANT_SQL_COLUMNS ", rows, status, median_s, min_s, gbps, max_err,"
+        " measured_at, clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+        " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     [ST_GET] = "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
                " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
-               " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
-               " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+               " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+               ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
                " r.clnorm_version FROM results r JOIN devices d ON d.id = r.device_id"
                " WHERE r.device_id = ?1 AND r.kernel_hash = ?2 AND r.op = ?3 AND r.dtype = ?4"
                " AND r.cols = ?5 AND r.row_class = ?6 AND r.wg = ?7 AND r.tpr = ?8"
                " AND r.vec = ?9 AND r.hold = ?10 AND r.reduce = ?11 AND r.stats = ?12",
     /* an import replaces a stored result only with a later measurement */
-    [ST_IMPORT] = "INSERT INTO results (device_id, kernel_hash, op, dtype, cols, row_class,"
-                  " wg, tpr, vec, hold, reduce, stats, rows, status, median_s, min_s, gbps,"
+    [ST_IMPORT] = "INSERT INTO results (device_id, kernel_hash, op, dtype, cols, "
+                  "row_class" CLNORM_VARIANT_SQL_COLUMNS ", rows, status, median_s, min_s, gbps,"
                   " max_err, measured_at, clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
                   " ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
-                  " ON CONFLICT (device_id, kernel_hash, op, dtype, cols, row_class, wg, tpr,"
-                  " vec, hold, reduce, stats) DO UPDATE SET rows = excluded.rows,"
+                  " ON CONFLICT (device_id, kernel_hash, op, dtype, cols, "
+                  "row_class" CLNORM_VARIANT_SQL_COLUMNS ") DO UPDATE SET rows = excluded.rows,"
                   " status = excluded.status, median_s = excluded.median_s,"
                   " min_s = excluded.min_s, gbps = excluded.gbps, max_err = excluded.max_err,"
                   " measured_at = excluded.measured_at,"
                   " clnorm_version = excluded.clnorm_version"
                   " WHERE excluded.measured_at > results.measured_at",
     [ST_PUT_HEURISTIC] = "INSERT OR REPLACE INTO heuristic (device_id, kernel_hash, op, dtype,"
-                         " cols, row_class, wg, tpr, vec, hold, reduce, stats, rows, status,"
+                         " cols, row_class" CLNORM_VARIANT_SQL_COLUMNS ", rows, status,"
                          " median_s, min_s, gbps, max_err, measured_at, clnorm_version) VALUES"
                          " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
                          " ?16, ?17, ?18, ?19, ?20)",
@@ -176,13 +177,28 @@ static int column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
 }
 
 /* The select list's column names, for the reason a row is skipped. */
-static const char *const row_columns[27] = {
-    "vendor_id",     "vendor",        "name",      "driver_version", "opencl_version",
-    "compute_units", "max_clock_mhz", "local_mem", "kernel_hash",    "op",
-    "dtype",         "cols",          "row_class", "rows",           "wg",
-    "tpr",           "vec",           "hold",      "reduce",         "stats",
-    "status",        "median_s",      "min_s",     "gbps",           "max_err",
-    "measured_at",   "clnorm_version"};
+#define PARAM_NAME(field, names, count, min, max) #field,
+static const char *const row_columns[27] = {"vendor_id",
+                                            "vendor",
+                                            "name",
+                                            "driver_version",
+                                            "opencl_version",
+                                            "compute_units",
+                                            "max_clock_mhz",
+                                            "local_mem",
+                                            "kernel_hash",
+                                            "op",
+                                            "dtype",
+                                            "cols",
+                                            "row_class",
+                                            "rows",
+                                            CLNORM_VARIANT_PARAM_MAP(PARAM_NAME) "status",
+                                            "median_s",
+                                            "min_s",
+                                            "gbps",
+                                            "max_err",
+                                            "measured_at",
+                                            "clnorm_version"};
 
 /* Reads the 27 columns of ST_GET's select list from the current row. Returns 0 for a row this
  * build cannot represent (a name from a newer clnorm, a value out of range), with the reason in
@@ -497,8 +513,8 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
            " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class)"
            " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
            " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
-           " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
-           " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+           " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+           ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
            " r.clnorm_version, %s AS winner FROM %s JOIN devices d ON d.id = r.device_id"
            " WHERE 1%s%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
            " winner DESC, r.median_s IS NULL, r.median_s, r.min_s, r.id",
@@ -698,8 +714,8 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
   snprintf(text, sizeof text,
            "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
            " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
-           " r.cols, r.row_class, r.rows, r.wg, r.tpr, r.vec, r.hold, r.reduce, r.stats,"
-           " r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+           " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+           ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
            " r.clnorm_version FROM heuristic r JOIN devices d ON d.id = r.device_id"
            " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class",
            device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "");

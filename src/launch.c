@@ -19,6 +19,14 @@ static cl_int arg_rows(cl_kernel k, cl_uint *i, const clnorm_rows *m, size_t col
   return err;
 }
 
+/* The call's shape: rows (a cl_ulong) and cols (a cl_uint), as every kernel takes them. */
+static cl_int arg_shape(cl_kernel k, cl_uint *i, const clnorm_call *call) {
+  const cl_ulong rows = call->rows;
+  const cl_uint cols = (cl_uint)call->cols;
+  const cl_int err = clSetKernelArg(k, (*i)++, sizeof rows, &rows);
+  return err | clSetKernelArg(k, (*i)++, sizeof cols, &cols);
+}
+
 /* Bits of the kernels' `flags` argument (cl/common.cl): which optional buffers were given. */
 static cl_uint call_flags(const clnorm_call *call) {
   return (call->gamma ? CLNORM_HAS_GAMMA : 0u) | (call->beta ? CLNORM_HAS_BETA : 0u) |
@@ -31,8 +39,6 @@ static cl_uint call_flags(const clnorm_call *call) {
  * not NULL, receives the index after them. */
 clnorm_status clnorm__set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
                                cl_mem partial, cl_uint groups, cl_uint *next) {
-  const cl_ulong rows = call->rows;
-  const cl_uint cols = (cl_uint)call->cols;
   const cl_uint flags = call_flags(call);
   cl_uint i = 0;
   cl_int err;
@@ -44,8 +50,7 @@ clnorm_status clnorm__set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *
     err |= arg_mem(k, &i, &call->rstd);
     err |= arg_rows(k, &i, &call->y, call->cols);
     err |= arg_mem(k, &i, &partial);
-    err |= clSetKernelArg(k, i++, sizeof rows, &rows);
-    err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+    err |= arg_shape(k, &i, call);
     err |= clSetKernelArg(k, i++, sizeof flags, &flags);
     err |= clSetKernelArg(k, i++, sizeof groups, &groups);
   } else {
@@ -60,8 +65,7 @@ clnorm_status clnorm__set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *
     if (ln)
       err |= arg_mem(k, &i, &call->mean);
     err |= arg_mem(k, &i, &call->rstd);
-    err |= clSetKernelArg(k, i++, sizeof rows, &rows);
-    err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+    err |= arg_shape(k, &i, call);
     err |= clSetKernelArg(k, i++, sizeof call->eps, &call->eps);
     err |= clSetKernelArg(k, i++, sizeof flags, &flags);
   }
@@ -285,8 +289,7 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   const size_t units = call->rows * splits;
   /* chunks start at multiples of 16 elements: aligned for every vector width */
   const size_t chunk = ((call->cols + splits - 1) / splits + 15) / 16 * 16;
-  const cl_ulong rows = call->rows;
-  const cl_uint cols = (cl_uint)call->cols, chunk32 = (cl_uint)chunk, splits32 = splits;
+  const cl_uint chunk32 = (cl_uint)chunk, splits32 = splits;
   const cl_uint flags = call_flags(call);
   cl_int err;
   two_pass t;
@@ -298,8 +301,7 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
     err = arg_rows(stats_k, &i, &call->x, call->cols);
     err |= arg_rows(stats_k, &i, &call->residual, call->cols);
     err |= arg_mem(stats_k, &i, &partial);
-    err |= clSetKernelArg(stats_k, i++, sizeof rows, &rows);
-    err |= clSetKernelArg(stats_k, i++, sizeof cols, &cols);
+    err |= arg_shape(stats_k, &i, call);
     err |= clSetKernelArg(stats_k, i++, sizeof chunk32, &chunk32);
     err |= clSetKernelArg(stats_k, i++, sizeof splits32, &splits32);
     i = 0;
@@ -312,8 +314,7 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
     err |= arg_mem(norm_k, &i, &call->mean);
     err |= arg_mem(norm_k, &i, &call->rstd);
     err |= arg_mem(norm_k, &i, &partial);
-    err |= clSetKernelArg(norm_k, i++, sizeof rows, &rows);
-    err |= clSetKernelArg(norm_k, i++, sizeof cols, &cols);
+    err |= arg_shape(norm_k, &i, call);
     err |= clSetKernelArg(norm_k, i++, sizeof call->eps, &call->eps);
     err |= clSetKernelArg(norm_k, i++, sizeof flags, &flags);
     err |= clSetKernelArg(norm_k, i++, sizeof chunk32, &chunk32);

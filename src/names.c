@@ -27,16 +27,20 @@ int clnorm__name_index(const char *const *names, size_t count, const char *text)
   return -1;
 }
 
+#define PARAM(field, names, count, min, max) {#field, names, count, min, max},
 const clnorm_variant_param clnorm__variant_params[CLNORM_VARIANT_PARAMS] = {
-    {"wg", NULL, 0},
-    {"tpr", NULL, 0},
-    {"vec", NULL, 0},
-    {"hold", NULL, 0},
-    {"reduce", clnorm__reduce_names, CLNORM__REDUCE_COUNT},
-    {"stats", clnorm__stats_names, CLNORM__STATS_COUNT}};
+    CLNORM_VARIANT_PARAM_MAP(PARAM)};
 
 unsigned clnorm__variant_param(const clnorm_variant *v, int i) {
-  const unsigned values[CLNORM_VARIANT_PARAMS] = {
-      v->wg, v->tpr, v->vec, v->hold, (unsigned)v->reduce, (unsigned)v->stats};
+#define VALUE(field, names, count, min, max) (unsigned)v->field,
+  const unsigned values[CLNORM_VARIANT_PARAMS] = {CLNORM_VARIANT_PARAM_MAP(VALUE)};
   return values[i];
+}
+
+void clnorm__variant_set_param(clnorm_variant *v, int i, unsigned value) {
+  int at = 0;
+#define SET(field, names, count, min, max)                                                         \
+  if (at++ == i)                                                                                   \
+    v->field = value;
+  CLNORM_VARIANT_PARAM_MAP(SET)
 }

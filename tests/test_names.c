@@ -69,6 +69,17 @@ static void variant_text(void) {
   EXPECT(n == (int)strlen(text), "format: length %d of \"%s\"", n, text);
   EXPECT(strcmp(text, "wg=128 tpr=32 vec=8 hold=2 reduce=nvshfl stats=twopass") == 0,
          "format: \"%s\"", text);
+  /* the table's names are the SQL columns' and each parameter reads back what was set */
+  char columns[160] = "";
+  clnorm_variant w = {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
+    snprintf(columns + strlen(columns), sizeof columns - strlen(columns), ", %s",
+             clnorm__variant_params[i].name);
+    clnorm__variant_set_param(&w, i, clnorm__variant_param(&v, i));
+  }
+  EXPECT(strcmp(columns, CLNORM_VARIANT_SQL_COLUMNS) == 0, "SQL columns \"%s\" against \"%s\"",
+         CLNORM_VARIANT_SQL_COLUMNS, columns);
+  EXPECT(memcmp(&w, &v, sizeof v) == 0, "a variant set parameter by parameter differs");
   char small[8];
   EXPECT(clnorm_variant_format(&v, small, sizeof small) == n && strlen(small) == 7,
          "format: truncated \"%s\"", small);

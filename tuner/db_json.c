@@ -597,24 +597,33 @@ static int read_device(checker *c, const jnode *obj, clnorm_device_identity *d) 
   return 1;
 }
 
+/* The variant's parameters, in the order of their table (so a message names the first bad one). */
+static int get_variant(checker *c, const jnode *obj, clnorm_variant *v) {
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
+    const clnorm_variant_param *p = &clnorm__variant_params[i];
+    uint64_t value = 0;
+    int index = 0;
+    if (p->names ? !get_name(c, obj, p->name, p->names, p->count, &index)
+                 : !get_uint(c, obj, p->name, p->min, p->max, &value))
+      return 0;
+    clnorm__variant_set_param(v, i, p->names ? (unsigned)index : (unsigned)value);
+  }
+  return 1;
+}
+
 static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
   memset(r, 0, sizeof *r);
   if (obj->type != J_OBJECT)
     return bad(c, NULL, "expected an object, got %s", type_name(obj));
-  uint64_t cols, row_class, rows, wg, tpr, vec, hold, measured_at;
-  int op, dtype, reduce, stats, outcome;
+  uint64_t cols, row_class, rows, measured_at;
+  int op, dtype, outcome;
   char hash[32];
   if (!get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op) ||
       !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype) ||
       !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, &cols) ||
       !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class) ||
       !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, &rows) ||
-      !get_uint(c, obj, "wg", 1, CLNORM_DB_MAX_WG, &wg) ||
-      !get_uint(c, obj, "tpr", 1, CLNORM_DB_MAX_WG, &tpr) ||
-      !get_uint(c, obj, "vec", 1, 16, &vec) ||
-      !get_uint(c, obj, "hold", 0, CLNORM_DB_MAX_HOLD, &hold) ||
-      !get_name(c, obj, "reduce", clnorm__reduce_names, COUNT(clnorm__reduce_names), &reduce) ||
-      !get_name(c, obj, "stats", clnorm__stats_names, COUNT(clnorm__stats_names), &stats) ||
+      !get_variant(c, obj, &r->variant) ||
       !get_name(c, obj, "status", clnorm__outcome_names, COUNT(clnorm__outcome_names), &outcome) ||
       !get_measure(c, obj, "median_s", &r->median_s) || !get_measure(c, obj, "min_s", &r->min_s) ||
       !get_measure(c, obj, "gbps", &r->gbps) || !get_measure(c, obj, "max_err", &r->max_err) ||
@@ -631,12 +640,6 @@ static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
   r->cols = cols;
   r->row_class = (unsigned)row_class;
   r->rows = rows;
-  r->variant.wg = (unsigned)wg;
-  r->variant.tpr = (unsigned)tpr;
-  r->variant.vec = (unsigned)vec;
-  r->variant.hold = (unsigned)hold;
-  r->variant.reduce = (clnorm_reduce)reduce;
-  r->variant.stats = (clnorm_stats)stats;
   r->outcome = (clnorm_outcome)outcome;
   r->measured_at = (int64_t)measured_at;
   char reason[160];
