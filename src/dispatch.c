@@ -139,9 +139,16 @@ clnorm_status clnorm_run(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_c
 /* The call of an entry point: what every op has; each adds its own buffers (backward: y is dx,
  * and eps is unused). */
 static clnorm_call call_of(clnorm_op op, size_t rows, size_t cols, clnorm_dtype dtype, float eps,
-                           clnorm_rows x, clnorm_rows y) {
-  const clnorm_call call = {
-      .op = op, .rows = rows, .cols = cols, .dtype = dtype, .eps = eps, .x = x, .y = y};
+                           clnorm_rows x, clnorm_rows y, cl_mem gamma, cl_mem rstd) {
+  const clnorm_call call = {.op = op,
+                            .rows = rows,
+                            .cols = cols,
+                            .dtype = dtype,
+                            .eps = eps,
+                            .x = x,
+                            .y = y,
+                            .gamma = gamma,
+                            .rstd = rstd};
   return call;
 }
 
@@ -149,8 +156,8 @@ clnorm_status clnorm_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size_t r
                                clnorm_dtype dtype, float eps, clnorm_rows x, cl_mem gamma,
                                cl_mem beta, clnorm_rows y, cl_mem mean, cl_mem rstd,
                                cl_uint num_wait, const cl_event *wait_list, cl_event *event) {
-  clnorm_call c = call_of(CLNORM_OP_LAYERNORM, rows, cols, dtype, eps, x, y);
-  c.gamma = gamma, c.beta = beta, c.mean = mean, c.rstd = rstd;
+  clnorm_call c = call_of(CLNORM_OP_LAYERNORM, rows, cols, dtype, eps, x, y, gamma, rstd);
+  c.beta = beta, c.mean = mean;
   return clnorm_run(ctx, queue, &c, NULL, num_wait, wait_list, event);
 }
 
@@ -158,8 +165,7 @@ clnorm_status clnorm_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue, size_t row
                              clnorm_dtype dtype, float eps, clnorm_rows x, cl_mem gamma,
                              clnorm_rows y, cl_mem rstd, cl_uint num_wait,
                              const cl_event *wait_list, cl_event *event) {
-  clnorm_call c = call_of(CLNORM_OP_RMSNORM, rows, cols, dtype, eps, x, y);
-  c.gamma = gamma, c.rstd = rstd;
+  clnorm_call c = call_of(CLNORM_OP_RMSNORM, rows, cols, dtype, eps, x, y, gamma, rstd);
   return clnorm_run(ctx, queue, &c, NULL, num_wait, wait_list, event);
 }
 
@@ -168,8 +174,9 @@ clnorm_status clnorm_add_layernorm(clnorm_ctx *ctx, cl_command_queue queue, size
                                    clnorm_rows residual, clnorm_rows sum_out, cl_mem gamma,
                                    cl_mem beta, clnorm_rows y, cl_mem mean, cl_mem rstd,
                                    cl_uint num_wait, const cl_event *wait_list, cl_event *event) {
-  clnorm_call c = call_of(CLNORM_OP_ADD_LAYERNORM, rows, cols, dtype, eps, x, y);
-  c.gamma = gamma, c.beta = beta, c.mean = mean, c.rstd = rstd, c.residual = residual,
+  clnorm_call c = call_of(CLNORM_OP_ADD_LAYERNORM, rows, cols, dtype, eps, x, y, gamma, rstd);
+  c.beta = beta, c.mean = mean;
+  c.residual = residual;
   c.sum_out = sum_out;
   return clnorm_run(ctx, queue, &c, NULL, num_wait, wait_list, event);
 }
@@ -178,8 +185,9 @@ clnorm_status clnorm_add_rmsnorm(clnorm_ctx *ctx, cl_command_queue queue, size_t
                                  clnorm_dtype dtype, float eps, clnorm_rows x, clnorm_rows residual,
                                  clnorm_rows sum_out, cl_mem gamma, clnorm_rows y, cl_mem rstd,
                                  cl_uint num_wait, const cl_event *wait_list, cl_event *event) {
-  clnorm_call c = call_of(CLNORM_OP_ADD_RMSNORM, rows, cols, dtype, eps, x, y);
-  c.gamma = gamma, c.rstd = rstd, c.residual = residual, c.sum_out = sum_out;
+  clnorm_call c = call_of(CLNORM_OP_ADD_RMSNORM, rows, cols, dtype, eps, x, y, gamma, rstd);
+  c.residual = residual;
+  c.sum_out = sum_out;
   return clnorm_run(ctx, queue, &c, NULL, num_wait, wait_list, event);
 }
 
@@ -189,8 +197,8 @@ clnorm_status clnorm_layernorm_backward(clnorm_ctx *ctx, cl_command_queue queue,
                                         clnorm_rows dx, cl_mem dgamma, cl_mem dbeta,
                                         cl_uint num_wait, const cl_event *wait_list,
                                         cl_event *event) {
-  clnorm_call c = call_of(CLNORM_OP_LAYERNORM_BWD, rows, cols, dtype, 0.0f, x, dx);
-  c.gamma = gamma, c.mean = mean, c.rstd = rstd, c.dy = dy, c.dgamma = dgamma, c.dbeta = dbeta;
+  clnorm_call c = call_of(CLNORM_OP_LAYERNORM_BWD, rows, cols, dtype, 0.0f, x, dx, gamma, rstd);
+  c.mean = mean, c.dy = dy, c.dgamma = dgamma, c.dbeta = dbeta;
   return clnorm_run(ctx, queue, &c, NULL, num_wait, wait_list, event);
 }
 
@@ -199,8 +207,8 @@ clnorm_status clnorm_rmsnorm_backward(clnorm_ctx *ctx, cl_command_queue queue, s
                                       clnorm_rows x, cl_mem gamma, cl_mem rstd, clnorm_rows dx,
                                       cl_mem dgamma, cl_uint num_wait, const cl_event *wait_list,
                                       cl_event *event) {
-  clnorm_call c = call_of(CLNORM_OP_RMSNORM_BWD, rows, cols, dtype, 0.0f, x, dx);
-  c.gamma = gamma, c.rstd = rstd, c.dy = dy, c.dgamma = dgamma;
+  clnorm_call c = call_of(CLNORM_OP_RMSNORM_BWD, rows, cols, dtype, 0.0f, x, dx, gamma, rstd);
+  c.dy = dy, c.dgamma = dgamma;
   return clnorm_run(ctx, queue, &c, NULL, num_wait, wait_list, event);
 }
 
