@@ -727,3 +727,20 @@ clnorm_status clnorm__db_repair(const char *path, char *moved_to, size_t moved_s
   free(bad), free(from), free(to);
   return status;
 }
+
+clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !version)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db ? "db" : "version");
+  sqlite3_int64 v = 0;
+  const int rc = clnorm__db_pragma_int(db->sql, "PRAGMA user_version", &v);
+  *version = (int)v;
+  return rc == SQLITE_OK
+             ? CLNORM_OK
+             : clnorm__db_sql_error(db, rc, "reading the schema version", err, err_size);
+}
+
+const char *clnorm__db_path(const clnorm_db *db) { return db->path; }
+
+int clnorm__db_writable(const clnorm_db *db) { return db->writable; }

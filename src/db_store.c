@@ -835,19 +835,6 @@ clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_
                            : clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
 }
 
-clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !version)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db ? "db" : "version");
-  sqlite3_int64 v = 0;
-  const int rc = clnorm__db_pragma_int(db->sql, "PRAGMA user_version", &v);
-  *version = (int)v;
-  return rc == SQLITE_OK
-             ? CLNORM_OK
-             : clnorm__db_sql_error(db, rc, "reading the schema version", err, err_size);
-}
-
 clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity *devices,
                                      size_t device_count, const clnorm_db_import_row *rows,
                                      size_t row_count, size_t *imported, size_t *kept, char *err,
@@ -900,7 +887,3 @@ clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity
   }
   return CLNORM_OK;
 }
-
-const char *clnorm__db_path(const clnorm_db *db) { return db->path; }
-
-int clnorm__db_writable(const clnorm_db *db) { return db->writable; }
