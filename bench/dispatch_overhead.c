@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-
 int main(int argc, char **argv) {
   const char *sel = argc > 1 ? argv[1] : NULL;
   tool_device dev;
@@ -43,26 +42,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dispatch_overhead: %s\n", clnorm_ctx_errmsg(ctx));
     return 1;
   }
-  /* the library's own argument order (src/dispatch.c set_args) */
-  const cl_ulong zero = 0, stride = cols, nrows = rows;
-  const cl_uint ncols = cols, flags = 0;
-  const float eps = 1e-5f;
-  cl_uint a = 0;
-  clSetKernelArg(raw, a++, sizeof x, &x);
-  clSetKernelArg(raw, a++, sizeof zero, &zero);
-  clSetKernelArg(raw, a++, sizeof stride, &stride);
-  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
-  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
-  clSetKernelArg(raw, a++, sizeof y, &y);
-  clSetKernelArg(raw, a++, sizeof zero, &zero);
-  clSetKernelArg(raw, a++, sizeof stride, &stride);
-  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
-  clSetKernelArg(raw, a++, sizeof(cl_mem), NULL);
-  clSetKernelArg(raw, a++, sizeof nrows, &nrows);
-  clSetKernelArg(raw, a++, sizeof ncols, &ncols);
-  clSetKernelArg(raw, a++, sizeof eps, &eps);
-  clSetKernelArg(raw, a++, sizeof flags, &flags);
-  const size_t local = v.wg, global = ((rows + v.wg / v.tpr - 1) / (v.wg / v.tpr)) * v.wg;
+  /* the library's own arguments and grid (src/launch.c), so the two launch the same kernel */
+  if (clnorm__set_args(ctx, raw, &call, NULL, 0, NULL) != CLNORM_OK) {
+    fprintf(stderr, "dispatch_overhead: %s\n", clnorm_ctx_errmsg(ctx));
+    return 1;
+  }
+  const size_t local = v.wg, global = clnorm__launch_groups(ctx, &call, &v) * v.wg;
   enum { BATCH = 200, BATCHES = 31 };
   double diff[BATCHES], lib[BATCHES], rawt[BATCHES];
   for (int b = 0; b < BATCHES; b++) {

@@ -7,8 +7,8 @@
  *
  *   startup [device] [rows] [cols]     (device as normtune's: a name part or an index) */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
 #include "tool.h"
+#include "tool_access.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,15 +82,16 @@ int main(int argc, char **argv) {
                           0, NULL, NULL) == CLNORM_OK &&
          clFinish(queue) == CL_SUCCESS;
   const double t_second = tool_now();
+  clnorm_bincache_counts cache;
+  clnorm__ctx_bincache_counts(ctx, &cache);
   printf("opencl_ms=%.3f ctx_ms=%.3f buffers_ms=%.3f first_call_ms=%.3f total_ms=%.3f "
          "second_call_ms=%.3f "
          "cache_hits=%lu cache_misses=%lu cache_rejected=%lu cache_written=%lu check=%s "
          "device=%s (%s)\n",
          (t_opencl - t0) * 1e3, (t_ctx - t_opencl) * 1e3, (t_buffers - t_ctx) * 1e3,
-         (t_first - t_buffers) * 1e3, (t_first - t0) * 1e3, (t_second - t_again) * 1e3,
-         (unsigned long)ctx->bincache.hits, (unsigned long)ctx->bincache.misses,
-         (unsigned long)ctx->bincache.rejected, (unsigned long)ctx->bincache.written,
-         sane ? "ok" : "WRONG", dev.name, dev.platform_name);
+         (t_first - t_buffers) * 1e3, (t_first - t0) * 1e3, (t_second - t_again) * 1e3, cache.hits,
+         cache.misses, cache.rejected, cache.written, sane ? "ok" : "WRONG", dev.name,
+         dev.platform_name);
   clReleaseMemObject(x);
   clReleaseMemObject(y);
   clReleaseMemObject(rstd);

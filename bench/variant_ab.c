@@ -19,8 +19,8 @@
  * every share is of that interleaved copy's median; without, of the first measurement's. Exit
  * status: 0, 1 when a call failed (the other variants are still timed), 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h" /* the context's stream_stores, as normtune's copy yardstick takes it */
 #include "tool.h"
+#include "tool_access.h" /* the context's stream_stores, as normtune's copy yardstick takes it */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
   char err[512];
   tool_copy_kind kind;
   const double copy = tool_copy_gbps(context, queue, dev.device, (size_t)256 << 20,
-                                     ctx->info.stream_stores, &kind, err, sizeof err);
+                                     clnorm__ctx_stream_stores(ctx), &kind, err, sizeof err);
   if (copy <= 0) {
     fprintf(stderr, "variant_ab: %s\n", err);
     return 1;

@@ -47,21 +47,35 @@ extern "C" {
 
 typedef struct clnorm_ctx clnorm_ctx;
 
-/* Values are frozen: new statuses are only ever appended. */
-typedef enum clnorm_status {
-  CLNORM_OK = 0,
-  CLNORM_E_INVALID_ARG = 1, /* bad argument: nothing was enqueued */
-  CLNORM_E_UNSUPPORTED = 2, /* a valid request this device or build cannot run */
-  CLNORM_E_OPENCL = 3,      /* an OpenCL call failed */
-  CLNORM_E_BUILD = 4,       /* kernel compilation failed */
-  CLNORM_E_NO_MEMORY = 5,
-  CLNORM_E_DB = 6 /* tuning database problem */
-} clnorm_status;
+/* The statuses: name, value and the text clnorm_status_string() returns. One list generates the
+ * enum and the strings (as libuv's UV_ERRNO_MAP). Values are frozen: new statuses are only ever
+ * appended.
+ *   CLNORM_E_INVALID_ARG  bad argument: nothing was enqueued
+ *   CLNORM_E_UNSUPPORTED  a valid request this device or build cannot run
+ *   CLNORM_E_OPENCL       an OpenCL call failed
+ *   CLNORM_E_BUILD        kernel compilation failed */
+#define CLNORM_STATUS_MAP(X)                                                                       \
+  X(CLNORM_OK, 0, "success")                                                                       \
+  X(CLNORM_E_INVALID_ARG, 1, "invalid argument")                                                   \
+  X(CLNORM_E_UNSUPPORTED, 2, "unsupported on this device or build")                                \
+  X(CLNORM_E_OPENCL, 3, "OpenCL call failed")                                                      \
+  X(CLNORM_E_BUILD, 4, "kernel build failed")                                                      \
+  X(CLNORM_E_NO_MEMORY, 5, "out of memory")                                                        \
+  X(CLNORM_E_DB, 6, "tuning database problem")
+
+/* The enumerator of one X-macro entry: name = value. */
+#define CLNORM_ENUMERATOR(name, value, text) name = value,
+
+typedef enum clnorm_status { CLNORM_STATUS_MAP(CLNORM_ENUMERATOR) } clnorm_status;
 
 /* Storage types of x, y, gamma, beta, residual, sum_out, dy, dx, dgamma and dbeta; all arithmetic
  * is float32, and mean and rstd are always float32. F16 is IEEE binary16 (no cl_khr_fp16 needed),
  * BF16 the upper 16 bits of a float32; results are rounded to nearest even, NaN stays NaN. */
-typedef enum clnorm_dtype { CLNORM_F32 = 0, CLNORM_F16 = 1, CLNORM_BF16 = 2 } clnorm_dtype;
+#define CLNORM_DTYPE_MAP(X)                                                                        \
+  X(CLNORM_F32, 0, "f32")                                                                          \
+  X(CLNORM_F16, 1, "f16")                                                                          \
+  X(CLNORM_BF16, 2, "bf16")
+typedef enum clnorm_dtype { CLNORM_DTYPE_MAP(CLNORM_ENUMERATOR) } clnorm_dtype;
 
 typedef struct clnorm_rows { /* a rows x cols row-major matrix inside a buffer */
   cl_mem buf;
@@ -69,14 +83,13 @@ typedef struct clnorm_rows { /* a rows x cols row-major matrix inside a buffer *
   size_t stride; /* elements from the start of one row to the next; 0 means cols */
 } clnorm_rows;
 
-/* The library's version as "MAJOR.MINOR.PATCH"; static text. */
-CLNORM_API const char *clnorm_version(void);
-
 /* The version of the library that is running, which may differ from the header's
- * CLNORM_VERSION_STRING when a program meets another build of the shared library.
- * clnorm_version_string() is static text, never NULL (the same as clnorm_version());
- * clnorm_version_number() is that version as CLNORM_VERSION_NUMBER computes it. */
+ * CLNORM_VERSION_STRING when a program meets another build of the shared library:
+ * clnorm_version_string() as "MAJOR.MINOR.PATCH", static text, never NULL; clnorm_version() is
+ * another name for it (the first release's); clnorm_version_number() is that version as
+ * CLNORM_VERSION_NUMBER computes it. */
 CLNORM_API const char *clnorm_version_string(void);
+CLNORM_API const char *clnorm_version(void);
 CLNORM_API unsigned clnorm_version_number(void);
 
 /* Creates a clnorm context for `device` inside `context`; retains both. *out receives it.

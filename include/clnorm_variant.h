@@ -12,28 +12,35 @@
 extern "C" {
 #endif
 
-typedef enum clnorm_op {
-  CLNORM_OP_LAYERNORM = 0,
-  CLNORM_OP_RMSNORM = 1,
-  CLNORM_OP_ADD_LAYERNORM = 2, /* clnorm_add_layernorm */
-  CLNORM_OP_ADD_RMSNORM = 3,   /* clnorm_add_rmsnorm */
-  CLNORM_OP_LAYERNORM_BWD = 4, /* clnorm_layernorm_backward */
-  CLNORM_OP_RMSNORM_BWD = 5    /* clnorm_rmsnorm_backward */
-} clnorm_op;
+/* Each list below gives an enum its names (name, value, text), the names that clnorm_op_name(),
+ * clnorm_dtype_name(), clnorm_choice_string() and clnorm_variant_format() print and the tuning
+ * database stores: one place, so the two cannot drift. */
+#define CLNORM_OP_MAP(X)                                                                           \
+  X(CLNORM_OP_LAYERNORM, 0, "layernorm")                                                           \
+  X(CLNORM_OP_RMSNORM, 1, "rmsnorm")                                                               \
+  X(CLNORM_OP_ADD_LAYERNORM, 2, "add_layernorm") /* clnorm_add_layernorm */                        \
+  X(CLNORM_OP_ADD_RMSNORM, 3, "add_rmsnorm")     /* clnorm_add_rmsnorm */                          \
+  X(CLNORM_OP_LAYERNORM_BWD, 4, "layernorm_bwd") /* clnorm_layernorm_backward */                   \
+  X(CLNORM_OP_RMSNORM_BWD, 5, "rmsnorm_bwd")     /* clnorm_rmsnorm_backward */
+typedef enum clnorm_op { CLNORM_OP_MAP(CLNORM_ENUMERATOR) } clnorm_op;
 #define CLNORM_OP_COUNT 6
 
-typedef enum clnorm_reduce {
-  CLNORM_REDUCE_LOCAL = 0,    /* local-memory tree (portable) */
-  CLNORM_REDUCE_SUBGROUP = 1, /* sub_group_reduce_add (cl_khr_subgroups), one row per group */
-  CLNORM_REDUCE_NVSHFL = 2    /* warp shuffle through inline PTX (NVIDIA's platform) */
-} clnorm_reduce;
+/*   LOCAL     local-memory tree (portable)
+ *   SUBGROUP  sub_group_reduce_add (cl_khr_subgroups), one row per group
+ *   NVSHFL    warp shuffle through inline PTX (NVIDIA's platform) */
+#define CLNORM_REDUCE_MAP(X)                                                                       \
+  X(CLNORM_REDUCE_LOCAL, 0, "local")                                                               \
+  X(CLNORM_REDUCE_SUBGROUP, 1, "subgroup")                                                         \
+  X(CLNORM_REDUCE_NVSHFL, 2, "nvshfl")
+typedef enum clnorm_reduce { CLNORM_REDUCE_MAP(CLNORM_ENUMERATOR) } clnorm_reduce;
 
-typedef enum clnorm_stats {
-  CLNORM_STATS_WELFORD = 0, /* Welford per work-item, Chan merge across work-items */
-  CLNORM_STATS_TWOPASS = 1  /* mean first, then sum of squared deviations (a row re-read by one
-                               work-item: both sums in one pass where the row's first element is
-                               near its mean, cl/layernorm.cl) */
-} clnorm_stats;
+/*   WELFORD  Welford per work-item, Chan merge across work-items
+ *   TWOPASS  mean first, then sum of squared deviations (a row re-read by one work-item: both
+ *            sums in one pass where the row's first element is near its mean, cl/layernorm.cl) */
+#define CLNORM_STATS_MAP(X)                                                                        \
+  X(CLNORM_STATS_WELFORD, 0, "welford")                                                            \
+  X(CLNORM_STATS_TWOPASS, 1, "twopass")
+typedef enum clnorm_stats { CLNORM_STATS_MAP(CLNORM_ENUMERATOR) } clnorm_stats;
 
 typedef struct clnorm_variant {
   unsigned wg;          /* work-group size */
@@ -66,13 +73,13 @@ typedef struct clnorm_call {
 } clnorm_call;
 
 /* Why the dispatcher chose a variant. */
-typedef enum clnorm_choice {
-  CLNORM_CHOICE_FORCED = 0,
-  CLNORM_CHOICE_TUNED = 1,
-  CLNORM_CHOICE_NEAREST = 2,
-  CLNORM_CHOICE_BUILTIN = 3,
-  CLNORM_CHOICE_HEURISTIC = 4
-} clnorm_choice;
+#define CLNORM_CHOICE_MAP(X)                                                                       \
+  X(CLNORM_CHOICE_FORCED, 0, "forced")                                                             \
+  X(CLNORM_CHOICE_TUNED, 1, "tuned")                                                               \
+  X(CLNORM_CHOICE_NEAREST, 2, "nearest")                                                           \
+  X(CLNORM_CHOICE_BUILTIN, 3, "builtin")                                                           \
+  X(CLNORM_CHOICE_HEURISTIC, 4, "heuristic")
+typedef enum clnorm_choice { CLNORM_CHOICE_MAP(CLNORM_ENUMERATOR) } clnorm_choice;
 
 /* Runs `call`. force == NULL: the dispatcher chooses; otherwise `*force` is used, and a variant
  * this device or call cannot run gives CLNORM_E_UNSUPPORTED (nothing enqueued, errmsg says why)

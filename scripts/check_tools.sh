@@ -74,7 +74,7 @@ asan() {
   ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:intercept_tls_get_addr=0:strict_string_checks=1:detect_stack_use_after_return=1 \
   LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir/asan" -LE 'slow|oclgrind|shim' -j"$jobs" --output-on-failure
+    ctest --test-dir "$dir/asan" -LE 'slow|oclgrind|shim|bench' -j"$jobs" --output-on-failure
 }
 
 tsan() {
@@ -155,7 +155,7 @@ oclgrind_step() {
 
 for s in "${steps[@]}"; do
   case $s in
-  asan) run_step "AddressSanitizer + UndefinedBehaviorSanitizer: ctest -LE 'slow|oclgrind|shim'" asan ;;
+  asan) run_step "AddressSanitizer + UndefinedBehaviorSanitizer: ctest -LE 'slow|oclgrind|shim|bench'" asan ;;
   tsan) run_step "ThreadSanitizer: the multi-threaded tests" tsan ;;
   valgrind) run_step "Valgrind memcheck: the test executables" valgrind_step ;;
   oclgrind) run_step "Oclgrind: ctest -L oclgrind" oclgrind_step ;;

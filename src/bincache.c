@@ -94,14 +94,6 @@ static uint64_t get_u64(const unsigned char *p) {
   return v;
 }
 
-static char *dup_string(const char *s) {
-  const size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
-
 /* A device string, NUL-terminated and cut to fit; "" when the query fails. */
 static void device_string(cl_device_id device, cl_device_info what, char *buf, size_t size) {
   if (clGetDeviceInfo(device, what, size, buf, NULL) != CL_SUCCESS)
@@ -176,8 +168,8 @@ void clnorm__bincache_init(clnorm_ctx *ctx) {
            "device %s\nvendor %s\nvendor_id 0x%x\ndriver %s\ndevice_version %s\nplatform %s\n"
            "platform_version %s\n",
            name, vendor, (unsigned)vendor_id, driver, version, platform, platform_version);
-  ctx->bincache_dir = dup_string(dir);
-  ctx->bincache_device = dup_string(device);
+  ctx->bincache_dir = clnorm__strdup(dir);
+  ctx->bincache_device = clnorm__strdup(device);
   if (!ctx->bincache_dir || !ctx->bincache_device) {
     clnorm__bincache_free(ctx);
     return;

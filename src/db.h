@@ -1,17 +1,20 @@
 /* The tuning database: measured variants per device and shape, kept in SQLite.
  *
- * db.c is the only file that includes sqlite3.h. The library opens the database for reading once
- * per context and copies this device's winners into memory; normtune opens it for writing, stores
- * one result per transaction, lists, exports and imports. Every function returns a clnorm_status
- * (CLNORM_E_DB for any database problem) and writes a message into err (err_size bytes, always
- * NUL-terminated; "" on success; err may be NULL). Nothing here prints or aborts. A clnorm_db
- * handle is used by one thread at a time; several handles (threads, processes) may share a file.
+ * db.c and db_store.c (through db_private.h) are the only files that include sqlite3.h; the JSON
+ * export and import are normtune's (tuner/db_json.h). The library opens the database for reading
+ * once per context and copies this device's winners into memory; normtune opens it for writing,
+ * stores one result per transaction, lists, exports and imports. Every function returns a
+ * clnorm_status (CLNORM_E_DB for any database problem) and writes a message into err (err_size
+ * bytes, always NUL-terminated; "" on success; err may be NULL). Nothing here prints or aborts.
+ * A clnorm_db handle is used by one thread at a time; several handles (threads, processes) may
+ * share a file.
  * Needs SQLite 3.25 or later. Internal; never installed. */
 #ifndef CLNORM_DB_H
 #define CLNORM_DB_H
 
 #include "clnorm.h"
 #include "clnorm_variant.h"
+#include "platform.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -34,14 +37,22 @@ typedef struct clnorm_device_identity {
   cl_ulong local_mem; /* bytes */
 } clnorm_device_identity;
 
-/* How a measured candidate ended; stored as its name ("ok", "wrong", ...). */
-typedef enum clnorm_outcome {
-  CLNORM_OUTCOME_OK = 0,           /* verified and timed */
-  CLNORM_OUTCOME_WRONG = 1,        /* failed verification */
-  CLNORM_OUTCOME_BUILD_FAILED = 2, /* did not compile */
-  CLNORM_OUTCOME_UNSUPPORTED = 3,  /* the device or call cannot run it */
-  CLNORM_OUTCOME_SLOW = 4          /* cut short at more than 3x the best so far */
-} clnorm_outcome;
+/* 1 when a and b are the same identity (every field equal), else 0. */
+int clnorm__identity_equal(const clnorm_device_identity *a, const clnorm_device_identity *b);
+
+/* How a measured candidate ended; stored as its name ("ok", "wrong", ...).
+ *   OK           verified and timed
+ *   WRONG        failed verification
+ *   BUILD_FAILED did not compile
+ *   UNSUPPORTED  the device or call cannot run it
+ *   SLOW         cut short at more than 3x the best so far */
+#define CLNORM_OUTCOME_MAP(X)                                                                      \
+  X(CLNORM_OUTCOME_OK, 0, "ok")                                                                    \
+  X(CLNORM_OUTCOME_WRONG, 1, "wrong")                                                              \
+  X(CLNORM_OUTCOME_BUILD_FAILED, 2, "build_failed")                                                \
+  X(CLNORM_OUTCOME_UNSUPPORTED, 3, "unsupported")                                                  \
+  X(CLNORM_OUTCOME_SLOW, 4, "slow")
+typedef enum clnorm_outcome { CLNORM_OUTCOME_MAP(CLNORM_ENUMERATOR) } clnorm_outcome;
 
 /* One measured candidate. (kernel_hash, op, dtype, cols, row_class, variant) and the device are
  * its key. Times are seconds; a value not measured is NaN (stored as NULL). */
@@ -182,31 +193,51 @@ clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_
 /* The schema version of the open database (PRAGMA user_version) into *version. */
 clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t err_size);
 
-/* Writes every device's results as JSON to out:
- *   {"format": "clnorm-tuning", "format_version": 1, "clnorm_version": "0.1.0",
- *    "exported_at": <unix time>,
- *    "devices": [{"vendor_id": 4318, "vendor": "...", "name": "...", "driver_version": "...",
- *                 "opencl_version": "...", "compute_units": 132, "max_clock_mhz": 1980,
- *                 "local_mem": 49152,
- *                 "results": [{"op": a clnorm_op_name, "dtype": "f32"|"f16"|"bf16",
- *                   "cols": 4096, "row_class": 2, "rows": 4096, "wg": 256, "tpr": 256, "vec": 4,
- *                   "hold": 4, "reduce": "local"|"subgroup"|"nvshfl", "stats": "welford"|"twopass",
- *                   "status": "ok"|"wrong"|"build_failed"|"unsupported"|"slow",
- *                   "median_s": 1.2e-05, "min_s": 1.1e-05, "gbps": 2900.5, "max_err": 3e-07,
- *                   "measured_at": 1700000000, "kernel_hash": "0123456789abcdef",
- *                   "clnorm_version": "0.1.0"}, ...]}, ...]}
- * Times, gbps and max_err are null when not measured (or infinite). Numbers are written in the
- * C locale whatever the application's. CLNORM_E_DB (also when writing fails). */
-clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_size);
+/* What an import stores (tuner/db_json.c reads the JSON): devices, and rows of results, each
+ * naming its device by index. Valid input is stored in one transaction; a result whose key is
+ * already stored replaces it only when it was measured later. *imported receives how many results
+ * were stored, *kept how many were older than the stored ones. CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
+typedef struct clnorm_db_import_row {
+  size_t device; /* index into the devices array */
+  clnorm_result result;
+} clnorm_db_import_row;
+clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity *devices,
+                                     size_t device_count, const clnorm_db_import_row *rows,
+                                     size_t row_count, size_t *imported, size_t *kept, char *err,
+                                     size_t err_size);
 
-/* Imports JSON written by clnorm__db_export from text[0..len). The input is untrusted: every
- * field is checked and any error rejects the whole input with CLNORM_E_INVALID_ARG and a message
- * naming the place ("devices[0].results[3].cols: ..."); unknown members are ignored. Valid input
- * is stored in one transaction; a result whose key is already stored replaces it only when it was
- * measured later. *imported (may be NULL) receives how many results were stored, *kept (may be
- * NULL) how many were older than the stored ones. CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
-clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, size_t *imported,
-                                size_t *kept, char *err, size_t err_size);
+/* The handle's path, and 1 when it was opened with CLNORM_DB_WRITE. */
+const char *clnorm__db_path(const clnorm_db *db);
+int clnorm__db_writable(const clnorm_db *db);
+
+/* The ranges a stored result's fields must lie in, and the longest identity string (the struct's
+ * arrays hold 256 bytes). */
+#define CLNORM_DB_TEXT_MAX 255
+#define CLNORM_DB_MAX_COLS (UINT64_C(1) << 40)
+#define CLNORM_DB_MAX_ROWS (UINT64_C(1) << 62)
+#define CLNORM_DB_MAX_ROW_CLASS 255
+#define CLNORM_DB_MAX_WG (1u << 20)
+#define CLNORM_DB_MAX_HOLD 4096
+
+/* 1 when the identity or the result can be stored, else 0 with the reason in buf (a field name
+ * first). Shared by put, import and reading. */
+int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t size);
+int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size);
+
+/* A kernel hash as 16 lowercase hexadecimal digits, and back (1: parsed, 0: not 1-16 digits). */
+void clnorm__db_hash_text(uint64_t hash, char out[17]);
+int clnorm__db_parse_hash(const char *text, uint64_t *out);
+
+/* Writes the formatted message into err (when err_size > 0) and returns status; _clear empties
+ * err. */
+#if defined(__GNUC__)
+#define CLNORM_DB_PRINTF(a, b) __attribute__((format(CLNORM_PRINTF_FORMAT, a, b)))
+#else
+#define CLNORM_DB_PRINTF(a, b)
+#endif
+clnorm_status clnorm__db_error(clnorm_status status, char *err, size_t err_size, const char *fmt,
+                               ...) CLNORM_DB_PRINTF(4, 5);
+void clnorm__db_clear(char *err, size_t err_size);
 
 /* Static name of an outcome ("ok", "wrong", "build_failed", "unsupported", "slow"; "?" if
  * unknown). */

@@ -81,3 +81,11 @@ clnorm_status clnorm__device_identity(cl_device_id device, clnorm_device_identit
     return fail(err, err_size, CLNORM_E_OPENCL, "CL_DEVICE_LOCAL_MEM_SIZE", code);
   return CLNORM_OK;
 }
+
+int clnorm__identity_equal(const clnorm_device_identity *a, const clnorm_device_identity *b) {
+  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
+         a->max_clock_mhz == b->max_clock_mhz && a->local_mem == b->local_mem &&
+         strcmp(a->vendor, b->vendor) == 0 && strcmp(a->name, b->name) == 0 &&
+         strcmp(a->driver_version, b->driver_version) == 0 &&
+         strcmp(a->cl_version, b->cl_version) == 0;
+}

@@ -209,7 +209,7 @@ void clnorm__log_reread_env(void);
 void clnorm__trace_call(const clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                         const clnorm_variant *v, clnorm_choice why, cl_event first, cl_event last);
 
-/* dispatch.c: test-only failure injection. The next `count` operations of `kind` on programs
+/* fault.c: test-only failure injection. The next `count` operations of `kind` on programs
  * matching `key` (CLNORM_FAULT_ANY: all), after `skip` of them, fail with `err`; count 0 disarms
  * the kind. Not thread-safe against calls in flight on ctx: tests arm it between calls.
  * clnorm__fault_fired: the failures of `kind` injected so far (arming resets it). */
@@ -221,6 +221,56 @@ unsigned clnorm__fault_fired(clnorm_ctx *ctx, clnorm_fault_kind kind);
 cl_int clnorm__fault_take(clnorm_ctx *ctx, clnorm_fault_kind kind, uint64_t key);
 #define CLNORM_FAULT(ctx, kind, key)                                                               \
   ((ctx)->faults_armed ? clnorm__fault_take((ctx), (kind), (key)) : CL_SUCCESS)
+
+/* choose.c: the variant to run for a call and its built program (*eff: the variant as the call
+ * runs it). A forced variant is used as given or refused; otherwise the levels tuned, nearest
+ * tuned, built-in and heuristic are tried in order, each falling back to the next when its
+ * variant cannot run, fails to build or failed at launch before in this row class. */
+clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *force,
+                             clnorm_variant *eff, clnorm_choice *why, clnorm_program **prog);
+/* The heuristic's level alone, with its own fallbacks to safer variants. */
+clnorm_status clnorm__heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *eff,
+                                     clnorm_program **prog);
+/* The info log line of a choice (once per op, dtype, cols and row class; again: after a launch
+ * failure, whatever was printed before). */
+void clnorm__log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
+                        clnorm_choice why, int again);
+/* The set of programs that failed at launch, per row class. _find: whether program_key failed
+ * before (*err: with what); _add: 1 when added, 2 when another call had added it, 0 when the set
+ * is full; _remove: forgets it. */
+int clnorm__unusable_find(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key,
+                          cl_int *err);
+int clnorm__unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key,
+                         cl_int err);
+void clnorm__unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key);
+
+/* launch.c: the launch plans. */
+/* A failed launch, for clnorm_run to decide on a retry with another variant: which program's
+ * kernel failed and how, and the call's work already enqueued before it. */
+typedef struct clnorm_attempt {
+  cl_int err;        /* the failed clEnqueueNDRangeKernel's code; CL_SUCCESS: none failed */
+  uint64_t key;      /* the program of that kernel */
+  cl_event enqueued; /* a backward call's first kernel, when its second failed to launch */
+  int want_first;    /* the trace log times the call: keep the first of two kernels' events */
+  cl_event first;    /* that event (a reference of the caller's), when both were enqueued */
+} clnorm_attempt;
+/* Sets the arguments of a kernel of the call's op, in the kernels' parameter order; backward:
+ * `partial` and `groups` last. *next, when not NULL, receives the index after them. The one
+ * place that knows the order: tools that launch a kernel themselves use it too. */
+clnorm_status clnorm__set_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
+                               cl_mem partial, cl_uint groups, cl_uint *next);
+/* Work-groups of a whole-row forward launch of v for the call. */
+size_t clnorm__launch_groups(const clnorm_ctx *ctx, const clnorm_call *call,
+                             const clnorm_variant *v);
+/* Enqueues the call with the chosen variant (split-row, backward or whole-row kernels); a launch
+ * failure is described in *a. */
+clnorm_status clnorm__enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
+                              const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
+                              const cl_event *wait_list, cl_event *event, clnorm_attempt *a);
+/* rows == 0: zeroes a backward call's weight gradients; *event completes after the wait list. */
+clnorm_status clnorm__enqueue_no_rows(clnorm_ctx *ctx, cl_command_queue queue,
+                                      const clnorm_call *call, cl_uint num_wait,
+                                      const cl_event *wait_list, cl_event *event);
 
 /* variants.c: the variant space, shared by the dispatcher and the tuner. */
 #define CLNORM_HOLD_MAX_FLOATS 64 /* private floats per work-item for a held row */

@@ -14,6 +14,41 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A new thread's function and argument, freed by the thread (thread_start_run) once it has
+ * them: the system's thread functions take one pointer and return another type than fn. */
+typedef struct thread_start {
+  void (*fn)(void *arg);
+  void *arg;
+} thread_start;
+
+static thread_start *thread_start_new(void (*fn)(void *arg), void *arg) {
+  thread_start *start = malloc(sizeof *start);
+  if (start)
+    *start = (thread_start){fn, arg};
+  return start;
+}
+
+static void thread_start_run(void *param) {
+  const thread_start start = *(thread_start *)param;
+  free(param);
+  start.fn(start.arg);
+}
+
+int clnorm__keys_cmp(const uint64_t *a, const uint64_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+char *clnorm__strdup(const char *s) {
+  const size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
 #include <direct.h>
@@ -66,25 +101,15 @@ void clnorm__call_once(clnorm_once *once, void (*fn)(void)) {
   InitOnceExecuteOnce((PINIT_ONCE)&once->opaque, run_once, &box, NULL);
 }
 
-/* The thread's function and argument, freed by the thread. */
-typedef struct thread_start {
-  void (*fn)(void *arg);
-  void *arg;
-} thread_start;
-
 static unsigned __stdcall thread_main(void *param) {
-  thread_start start = *(thread_start *)param;
-  free(param);
-  start.fn(start.arg);
+  thread_start_run(param);
   return 0;
 }
 
 int clnorm__thread_create(clnorm_thread *t, void (*fn)(void *arg), void *arg) {
-  thread_start *start = malloc(sizeof *start);
+  thread_start *start = thread_start_new(fn, arg);
   if (!start)
     return -1;
-  start->fn = fn;
-  start->arg = arg;
   /* _beginthreadex, not CreateThread: the thread uses the C runtime */
   const uintptr_t handle = _beginthreadex(NULL, 0, thread_main, start, 0, NULL);
   if (!handle) {
@@ -269,24 +294,15 @@ void clnorm__cond_broadcast(clnorm_cond *c) { pthread_cond_broadcast(c); }
 void clnorm__call_once(clnorm_once *once, void (*fn)(void)) { pthread_once(once, fn); }
 
 /* pthread_create takes a function returning void *: the start goes through this. */
-typedef struct thread_start {
-  void (*fn)(void *arg);
-  void *arg;
-} thread_start;
-
 static void *thread_main(void *param) {
-  thread_start start = *(thread_start *)param;
-  free(param);
-  start.fn(start.arg);
+  thread_start_run(param);
   return NULL;
 }
 
 int clnorm__thread_create(clnorm_thread *t, void (*fn)(void *arg), void *arg) {
-  thread_start *start = malloc(sizeof *start);
+  thread_start *start = thread_start_new(fn, arg);
   if (!start)
     return -1;
-  start->fn = fn;
-  start->arg = arg;
   if (pthread_create(t, NULL, thread_main, start) != 0) {
     free(start);
     return -1;

@@ -5,6 +5,7 @@
 #define CLNORM_PLATFORM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* The printf archetype of format attributes: MinGW's GCC takes plain `printf` as Microsoft's,
@@ -71,6 +72,10 @@ int clnorm__thread_create(clnorm_thread *t, void (*fn)(void *arg), void *arg);
 void clnorm__thread_join(clnorm_thread t);
 /* Processors online (at least 1). */
 unsigned clnorm__cpu_count(void);
+/* Compares keys of n parts, the first part first: -1, 0 or 1 (for qsort). */
+int clnorm__keys_cmp(const uint64_t *a, const uint64_t *b, size_t n);
+/* A copy of s from malloc, or NULL. */
+char *clnorm__strdup(const char *s);
 
 void clnorm__sleep_ms(long ms);
 /* Seconds on a clock that never goes back, from an arbitrary origin. */

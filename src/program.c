@@ -67,18 +67,10 @@ static clnorm_program *find(clnorm_ctx *ctx, uint64_t key) {
   return NULL;
 }
 
-static char *dup_string(const char *s) {
-  const size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
-
 static char *build_log(cl_program program, cl_device_id device) {
   size_t size = 0;
   if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) != CL_SUCCESS)
-    return dup_string("(no build log)");
+    return clnorm__strdup("(no build log)");
   char *log = malloc(size + 1);
   if (!log)
     return NULL;
@@ -114,7 +106,7 @@ static int second_kernel_ok(clnorm_ctx *ctx, clnorm_program *p, clnorm_op op,
 static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm_variant *v) {
   if (CLNORM_FAULT(ctx, CLNORM_FAULT_BUILD, p->key) != CL_SUCCESS) { /* tests: a failed build */
     p->status = CLNORM_E_BUILD;
-    p->log = dup_string("clBuildProgram failed: injected by clnorm__fault_inject");
+    p->log = clnorm__strdup("clBuildProgram failed: injected by clnorm__fault_inject");
     return;
   }
   const char *op_src = clnorm__op_backward(op) ? clnorm__src_backward
@@ -139,7 +131,7 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
   if (err != CL_SUCCESS) {
     snprintf(text, sizeof text, "clCreateProgramWithSource failed: %s", clnorm__cl_error_name(err));
     p->status = CLNORM_E_OPENCL;
-    p->log = dup_string(text);
+    p->log = clnorm__strdup(text);
     p->program = NULL;
     return;
   }
@@ -170,16 +162,16 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     snprintf(text, sizeof text, "creating kernel %s failed: %s", kernel_name(op, p->split, 0),
              clnorm__cl_error_name(err));
     p->status = CLNORM_E_OPENCL;
-    p->log = dup_string(text);
+    p->log = clnorm__strdup(text);
   } else if (p->kernel_wg < v->wg) {
     snprintf(text, sizeof text,
              "the built kernel allows work-groups of at most %zu work-items (variant wants %u)",
              p->kernel_wg, v->wg);
     p->status = CLNORM_E_UNSUPPORTED;
-    p->log = dup_string(text);
+    p->log = clnorm__strdup(text);
   } else if (p->split && !second_kernel_ok(ctx, p, op, v, text, sizeof text)) {
     p->status = CLNORM_E_UNSUPPORTED;
-    p->log = dup_string(text);
+    p->log = clnorm__strdup(text);
   } else {
     p->status = CLNORM_OK;
     p->free_kernels[0] = malloc(4 * sizeof(cl_kernel));
@@ -213,7 +205,7 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
     options_string(&ctx->info, op, dtype, v, split, options, sizeof options);
     p = calloc(1, sizeof *p);
     if (p)
-      p->options = dup_string(options);
+      p->options = clnorm__strdup(options);
     if (!p || !p->options) {
       free(p);
       clnorm__mutex_unlock(&ctx->lock);

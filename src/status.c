@@ -4,18 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CLNORM_STATUS_MAP(X)                                                                       \
-  X(CLNORM_OK, "success")                                                                          \
-  X(CLNORM_E_INVALID_ARG, "invalid argument")                                                      \
-  X(CLNORM_E_UNSUPPORTED, "unsupported on this device or build")                                   \
-  X(CLNORM_E_OPENCL, "OpenCL call failed")                                                         \
-  X(CLNORM_E_BUILD, "kernel build failed")                                                         \
-  X(CLNORM_E_NO_MEMORY, "out of memory")                                                           \
-  X(CLNORM_E_DB, "tuning database problem")
-
 const char *clnorm_status_string(clnorm_status status) {
   switch (status) {
-#define X(name, text)                                                                              \
+#define X(name, value, text)                                                                       \
   case name:                                                                                       \
     return text;
     CLNORM_STATUS_MAP(X)
@@ -24,9 +15,9 @@ const char *clnorm_status_string(clnorm_status status) {
   return "unknown status";
 }
 
-const char *clnorm_version(void) { return CLNORM_VERSION_STRING; }
-
 const char *clnorm_version_string(void) { return CLNORM_VERSION_STRING; }
+
+const char *clnorm_version(void) { return clnorm_version_string(); }
 
 unsigned clnorm_version_number(void) { return CLNORM_VERSION_NUMBER; }
 

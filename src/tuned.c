@@ -16,13 +16,9 @@ static const clnorm_builtin builtin_table[] = {
 
 static int tuned_cmp(const void *pa, const void *pb) {
   const clnorm_tuned *a = pa, *b = pb;
-  if (a->op != b->op)
-    return a->op < b->op ? -1 : 1;
-  if (a->dtype != b->dtype)
-    return a->dtype < b->dtype ? -1 : 1;
-  if (a->row_class != b->row_class)
-    return a->row_class < b->row_class ? -1 : 1;
-  return (a->cols > b->cols) - (a->cols < b->cols);
+  const uint64_t ka[] = {a->op, a->dtype, a->row_class, a->cols};
+  const uint64_t kb[] = {b->op, b->dtype, b->row_class, b->cols};
+  return clnorm__keys_cmp(ka, kb, 4);
 }
 
 /* A table key names devices by a part of their name, or by its start when it begins with '^'

@@ -2,6 +2,7 @@
  * a call accepts, and the heuristic used when nothing better is known. The tuner enumerates this
  * space and the dispatcher validates against it: this file is the one definition of both. */
 #include "internal.h"
+#include "names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -288,7 +289,6 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
   return bwd && cpu && splits < 2 ? 2 : splits;
 }
 
-/* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
 /* The groups of a split backward call's second kernel (bwd_split): one per tile of wg * TILE
  * vectors, TILE = 1024 / (wg * vec) within [1, 64] as cl/backward.cl has it, and one for the
  * columns past the last whole vector. */
@@ -299,6 +299,7 @@ size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
   return (nvec + per_tile - 1) / per_tile + (nvec * v->vec < cols ? 1 : 0);
 }
 
+/* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
 unsigned clnorm__row_class(size_t rows) {
   return rows <= 16 ? 0 : rows <= 256 ? 1 : rows <= 4096 ? 2 : 3;
 }
@@ -324,22 +325,18 @@ uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_vari
   return k;
 }
 
-static const char *reduce_name(clnorm_reduce r) {
-  switch (r) {
-  case CLNORM_REDUCE_LOCAL:
-    return "local";
-  case CLNORM_REDUCE_SUBGROUP:
-    return "subgroup";
-  case CLNORM_REDUCE_NVSHFL:
-    return "nvshfl";
-  }
-  return "?";
-}
-
 int clnorm_variant_format(const clnorm_variant *v, char *buf, size_t size) {
-  return snprintf(buf, size, "wg=%u tpr=%u vec=%u hold=%u reduce=%s stats=%s", v->wg, v->tpr,
-                  v->vec, v->hold, reduce_name(v->reduce),
-                  v->stats == CLNORM_STATS_TWOPASS ? "twopass" : "welford");
+  int need = 0;
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
+    const clnorm_variant_param *p = &clnorm__variant_params[i];
+    const unsigned value = clnorm__variant_param(v, i);
+    const size_t at = (size_t)need < size ? (size_t)need : size;
+    const char *sep = i ? " " : "";
+    need += p->names ? snprintf(buf + at, size - at, "%s%s=%s", sep, p->name,
+                                clnorm__name_of(p->names, p->count, (int)value, "?"))
+                     : snprintf(buf + at, size - at, "%s%s=%u", sep, p->name, value);
+  }
+  return need;
 }
 
 size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
@@ -350,12 +347,9 @@ size_t clnorm_variant_list(const clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dty
 }
 
 const char *clnorm_op_name(clnorm_op op) {
-  static const char *const names[CLNORM_OP_COUNT] = {
-      "layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm", "layernorm_bwd", "rmsnorm_bwd"};
-  return (unsigned)op < CLNORM_OP_COUNT ? names[op] : "unknown";
+  return clnorm__name_of(clnorm__op_names, CLNORM_OP_COUNT, (int)op, "unknown");
 }
 
 const char *clnorm_dtype_name(clnorm_dtype dtype) {
-  static const char *const names[3] = {"f32", "f16", "bf16"};
-  return (unsigned)dtype <= CLNORM_BF16 ? names[dtype] : "unknown";
+  return clnorm__name_of(clnorm__dtype_names, CLNORM__DTYPE_COUNT, (int)dtype, "unknown");
 }

@@ -481,30 +481,17 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
     for (size_t row = 0; row < rows; row++)
       clnorm_ref_unpack(dt, im->host + (root_start(c, OC_Y) + row * eff_stride(c, OC_Y)) * es,
                         cols, got + row * cols);
-    const double ulps = c->dtype == CLNORM_F32 ? 0.0 : 1.0;
+    const double ulps = clnorm_ref_dtype_ulps(dt);
     double worst = 0.0;
     for (size_t row = 0; row < rows; row++) {
       const float *gr = got + row * cols;
       const double *rr = ref + row * cols;
       double er;
-      if (bwd) { /* relative to max(max |dx ref|, rstd * max |gamma * dy|) of the row */
-        double m = 0.0, gmax = 0.0;
-        for (size_t i = 0; i < cols; i++) {
-          const double gi = fabs((affine ? (double)gamma[i] : 1.0) * (double)dy[row * cols + i]);
-          m = fabs(rr[i]) > m ? fabs(rr[i]) : m;
-          gmax = gi > gmax ? gi : gmax;
-        }
-        /* the allowance 1e-4 * max(M, terms) as a multiple of the scale scaled_error uses,
-         * max(M, FLT_MIN): a row whose dx is exactly 0 (cols 1) still has its terms' error
-         * (contracted products: fma(dy, gamma, -c2) keeps the product's rounding error) */
-        const double terms = (double)frstd[row] * gmax;
-        const double scale = m > FLT_MIN ? m : FLT_MIN;
-        double rel = 1e-4 * (terms > m ? terms : m) / scale;
-        rel = isfinite(rel) && rel > 0.0 ? rel : 1e-4;
-        er = clnorm_ref_scaled_error(cols, gr, rr, dt, ulps, rel);
-      } else {
-        er = clnorm_ref_scaled_error(cols, gr, rr, dt, ulps, 1e-5);
-      }
+      if (bwd) /* relative to max(max |dx ref|, rstd * max |gamma * dy|) of the row */
+        er = clnorm_ref_dx_error(cols, gr, rr, dt, dy + row * cols, affine ? gamma : NULL,
+                                 frstd[row]);
+      else
+        er = clnorm_ref_scaled_error(cols, gr, rr, dt, ulps, CLNORM_TOL_FWD);
       if (!(er <= 1.0)) {
         const size_t at = worst_at(cols, gr, rr);
         fail(&s, "%s row %zu: error %.3g of the allowance; e.g. col %zu: got %.9g, reference %.9g",

@@ -1,5 +1,5 @@
 /* One call of any op, in any layout, run on the test device and checked against the float64
- * reference (tests/ref.c). Shared by test_random (seeded random cases) and test_oclgrind (the
+ * reference (verify/ref.c). Shared by test_random (seeded random cases) and test_oclgrind (the
  * kernels under a simulator).
  *
  * Tolerances, as tests/test_ops.c states them (errors are reported in units of the allowance,

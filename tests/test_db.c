@@ -3,6 +3,7 @@
  * part needs an OpenCL device (the identity of a real one). */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "db_json.h"
 #include "internal.h" /* clnorm__kernel_hash: winners a context loads */
 
 #include <errno.h>

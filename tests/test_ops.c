@@ -1,4 +1,4 @@
-/* Every op in every storage type against the float64 reference (tests/ref.c), through the
+/* Every op in every storage type against the float64 reference (verify/ref.c), through the
  * public entry points (the dispatcher) and through one forced variant of each family (family()
  * as in test_numerics.c). Usage: test_ops forward|add|backward|store.
  * Measures (<= 1 passes; M = the row's max |ref|, or for dgamma/dbeta the max |ref| over cols):
@@ -113,7 +113,7 @@ static void random_values(float *v, size_t n, int dtype, double offset) {
     v[i] = clnorm_ref_store(v[i], dtype);
 }
 
-static double tol_of(clnorm_op op) { return is_bwd(op) ? 1e-4 : 1e-5; }
+static double tol_of(clnorm_op op) { return is_bwd(op) ? CLNORM_TOL_BWD : CLNORM_TOL_FWD; }
 
 /* The error of n results, in units of the allowance stated at the top. */
 static double measure(clnorm_op op, int dtype, size_t n, const float *got, const double *ref) {
@@ -323,20 +323,8 @@ static int run(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols, const
   for (size_t r = 0; r < rows; r++) {
     double er;
     if (bwd) { /* relative to max(max |dx ref|, rstd * max |g|) of the row: see the top */
-      double m = 0.0, gmax = 0.0;
-      for (size_t i = 0; i < cols; i++) {
-        const double gi = fabs((affine ? (double)gamma[i] : 1.0) * (double)dy[r * cols + i]);
-        m = fabs(ref[r * cols + i]) > m ? fabs(ref[r * cols + i]) : m;
-        gmax = gi > gmax ? gi : gmax;
-      }
-      /* clnorm_ref_scaled_error scales by max(m, FLT_MIN): rel brings that to
-       * max(m, terms). A row whose dx is exactly 0 (cols = 1: g - mean(g) cancels) is
-       * still measured against its terms, which float32 rounding leaves a trace of. */
-      const double terms = (double)frstd[r] * gmax;
-      const double big = terms > m ? terms : m;
-      const double rel = big > 0.0 ? tol_of(op) * big / (m > FLT_MIN ? m : FLT_MIN) : 1.0;
-      er = clnorm_ref_scaled_error(cols, got + r * cols, ref + r * cols, dtype,
-                                   dtype == CLNORM_F32 ? 0.0 : 1.0, rel);
+      er = clnorm_ref_dx_error(cols, got + r * cols, ref + r * cols, dtype, dy + r * cols,
+                               affine ? gamma : NULL, frstd[r]);
     } else {
       er = measure(op, dtype, cols, got + r * cols, ref + r * cols);
     }

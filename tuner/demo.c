@@ -4,8 +4,8 @@
  * rounds, so that a device shared with other work slows all of them alike. */
 #define _POSIX_C_SOURCE 200809L
 #include "ref.h"
-#include "internal.h"
 #include "tool.h"
+#include "tool_access.h"
 
 #include <errno.h>
 #include <math.h>
@@ -143,6 +143,22 @@ static cl_mem make_buffer(demo *d, size_t bytes, const void *host) {
   return buf;
 }
 
+/* n buffers of `bytes`, each copied from host (NULL: none), then filled with the byte `fill`
+ * unless it is negative. */
+static cl_mem *buffer_set(demo *d, size_t n, size_t bytes, const void *host, int fill) {
+  cl_mem *set = calloc(n, sizeof *set);
+  if (!set)
+    die(1, "out of host memory");
+  const cl_uchar value = (cl_uchar)(fill < 0 ? 0 : fill);
+  for (size_t p = 0; p < n; p++) {
+    set[p] = make_buffer(d, bytes, host);
+    if (fill >= 0)
+      check_cl(clEnqueueFillBuffer(d->queue, set[p], &value, 1, 0, bytes, 0, NULL, NULL),
+               "clEnqueueFillBuffer");
+  }
+  return set;
+}
+
 /* Enough x/y pairs that the pairs together exceed 4x the device's last-level cache, so timed
  * runs read x from memory, not from cache; bounded by the device's memory. */
 static size_t pair_count(const demo *d, size_t matrix_bytes) {
@@ -205,41 +221,19 @@ static void demo_open(demo *d, const options *o) {
 
   d->cache_bytes = (size_t)cache;
   d->pairs = pair_count(d, bytes);
-  d->x = calloc(d->pairs, sizeof *d->x);
-  d->y = calloc(d->pairs, sizeof *d->y);
-  if (!d->x || !d->y)
-    die(1, "out of host memory");
   /* Outputs are filled once here: a buffer's first write costs the page faults of its memory on
    * CPU devices (PoCL maps it lazily), and with more pairs than timed rounds every timed run
    * would be a first write (copy 0.65 GB/s on a 2-core PoCL that copies 25 GB/s). */
-  const cl_uchar zero = 0;
-  for (size_t p = 0; p < d->pairs; p++) {
-    d->x[p] = make_buffer(d, bytes, d->x_host);
-    d->y[p] = make_buffer(d, bytes, NULL);
-    check_cl(clEnqueueFillBuffer(d->queue, d->y[p], &zero, 1, 0, bytes, 0, NULL, NULL),
-             "clEnqueueFillBuffer");
-  }
+  d->x = buffer_set(d, d->pairs, bytes, d->x_host, -1);
+  d->y = buffer_set(d, d->pairs, bytes, NULL, 0);
   /* The copy kernel: at least 64 MiB each way, rotated like x and y. */
   d->copy_bytes = bytes > MIN_COPY_BYTES ? bytes : MIN_COPY_BYTES;
   if (d->copy_bytes > max_alloc)
     d->copy_bytes = (size_t)max_alloc;
   d->copy_bytes = d->copy_bytes / 64 * 64;
   d->copy_pairs = pair_count(d, d->copy_bytes);
-  d->copy_src = calloc(d->copy_pairs, sizeof *d->copy_src);
-  d->copy_dst = calloc(d->copy_pairs, sizeof *d->copy_dst);
-  if (!d->copy_src || !d->copy_dst)
-    die(1, "out of host memory");
-  const cl_uchar one = 1;
-  for (size_t p = 0; p < d->copy_pairs; p++) {
-    d->copy_src[p] = make_buffer(d, d->copy_bytes, NULL);
-    d->copy_dst[p] = make_buffer(d, d->copy_bytes, NULL);
-    check_cl(
-        clEnqueueFillBuffer(d->queue, d->copy_src[p], &one, 1, 0, d->copy_bytes, 0, NULL, NULL),
-        "clEnqueueFillBuffer");
-    check_cl(
-        clEnqueueFillBuffer(d->queue, d->copy_dst[p], &zero, 1, 0, d->copy_bytes, 0, NULL, NULL),
-        "clEnqueueFillBuffer");
-  }
+  d->copy_src = buffer_set(d, d->copy_pairs, d->copy_bytes, NULL, 1);
+  d->copy_dst = buffer_set(d, d->copy_pairs, d->copy_bytes, NULL, 0);
   check_cl(clFinish(d->queue), "clFinish");
   cl_int err_cl;
   /* The yardstick, not a library kernel: the fastest of the copy kernels over 64 MiB (streaming
@@ -247,7 +241,8 @@ static void demo_open(demo *d, const options *o) {
   char copy_err[256];
   if (tool_copy_gbps(d->context, d->queue, d->dev.device,
                      d->copy_bytes < MIN_COPY_BYTES ? d->copy_bytes : MIN_COPY_BYTES,
-                     d->ctx->info.stream_stores, &d->copy_kind, copy_err, sizeof copy_err) <= 0)
+                     clnorm__ctx_stream_stores(d->ctx), &d->copy_kind, copy_err,
+                     sizeof copy_err) <= 0)
     die(1, "%s", copy_err);
   d->copy_kernel = tool_copy_kernel(d->context, d->dev.device, d->copy_kind, &err_cl);
   check_cl(err_cl, "building the copy kernel");
@@ -517,13 +512,14 @@ int main(int argc, char **argv) {
       printf("%-21s %10.1f %9.2f %8.2f\n", results[i].op, results[i].median_s * 1e6,
              results[i].gbps, results[i].gbps / copy_gbps);
     printf("%-21s %10.1f %9.2f %8.2f\n", "copy", copy.median_s * 1e6, copy_gbps, 1.0);
-    printf("\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by its "
-           "profiling event;\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
-           "mean, rstd; copy: the fastest\nof %d copy kernels, here the %s, over %zu MiB);\n%zu x/y "
-           "pair%s and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
-           copy.runs, WARMUP_RUNS, d.ctx->info.stream_stores ? 4 : 2, tool_copy_name(d.copy_kind),
-           d.copy_bytes >> 20, d.pairs, d.pairs == 1 ? "" : "s",
-           d.copy_pairs, d.copy_pairs == 1 ? "" : "s", d.cache_bytes >> 20);
+    printf(
+        "\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by its "
+        "profiling event;\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
+        "mean, rstd; copy: the fastest\nof %d copy kernels, here the %s, over %zu MiB);\n%zu x/y "
+        "pair%s and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
+        copy.runs, WARMUP_RUNS, clnorm__ctx_stream_stores(d.ctx) ? 4 : 2,
+        tool_copy_name(d.copy_kind), d.copy_bytes >> 20, d.pairs, d.pairs == 1 ? "" : "s",
+        d.copy_pairs, d.copy_pairs == 1 ? "" : "s", d.cache_bytes >> 20);
     printf("\n%s\n", failed ? "FAIL" : "PASS");
   }
   demo_close(&d);

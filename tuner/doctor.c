@@ -46,8 +46,6 @@ static void finding(doctor *d, int status, const char *what, const char *todo, .
   d->status = status > d->status ? status : d->status;
 }
 
-/* ---- the ICD loader */
-
 /* Prints an .icd file's line (the driver library) and whether that library is there. */
 static void icd_file(doctor *d, const char *path) {
   FILE *f = fopen(path, "r");
@@ -169,8 +167,6 @@ static void section_icd(doctor *d) {
     printf("  no driver is registered with the loader\n");
 }
 
-/* ---- platforms and devices */
-
 static void info_string(cl_device_id dev, cl_device_info what, char *buf, size_t size) {
   buf[0] = '\0';
   if (clGetDeviceInfo(dev, what, size - 1, buf, NULL) != CL_SUCCESS)
@@ -206,14 +202,11 @@ static void section_platforms(doctor *d) {
     clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
     printf("  platform %u: %s (%s), %s\n", (unsigned)p, name, vendor, version);
     cl_uint ndev = 0;
-    cl_int de = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev);
-    if (de != CL_SUCCESS || ndev == 0) {
-      printf("    no device (clGetDeviceIDs: %d)\n", (int)de);
-      continue;
-    }
-    cl_device_id *devs = calloc(ndev, sizeof *devs);
-    if (!devs || clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) != CL_SUCCESS) {
-      free(devs);
+    cl_int de;
+    cl_device_id *devs = tool_platform_devices(plats[p], &ndev, &de);
+    if (!devs) {
+      if (de != CL_SUCCESS || ndev == 0)
+        printf("    no device (clGetDeviceIDs: %d)\n", (int)de);
       continue;
     }
     for (cl_uint i = 0; i < ndev; i++, index++) {
@@ -248,16 +241,6 @@ static void section_platforms(doctor *d) {
             "pocl-opencl-icd");
 }
 
-/* ---- the tuning database */
-
-static int same_identity(const clnorm_device_identity *a, const clnorm_device_identity *b) {
-  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
-         a->max_clock_mhz == b->max_clock_mhz && a->local_mem == b->local_mem &&
-         strcmp(a->vendor, b->vendor) == 0 && strcmp(a->name, b->name) == 0 &&
-         strcmp(a->driver_version, b->driver_version) == 0 &&
-         strcmp(a->cl_version, b->cl_version) == 0;
-}
-
 typedef struct listing {
   doctor *d;
   int here_tuned; /* a device of this machine has current results */
@@ -268,7 +251,7 @@ static int on_device(void *user, const clnorm_device_identity *id,
   listing *l = user;
   int here = 0, model_here = 0;
   for (size_t i = 0; i < l->d->nlive; i++) {
-    here |= same_identity(id, &l->d->live[i]);
+    here |= clnorm__identity_equal(id, &l->d->live[i]);
     model_here |= id->vendor_id == l->d->live[i].vendor_id &&
                   strcmp(id->vendor, l->d->live[i].vendor) == 0 &&
                   strcmp(id->name, l->d->live[i].name) == 0;
@@ -412,8 +395,6 @@ static void section_db(doctor *d, const char *db_option, uint64_t hash) {
             db_option ? db_option : "");
   clnorm__db_close(db);
 }
-
-/* ---- the program-binary cache */
 
 static void section_binaries(void) {
   printf("\nProgram binary cache\n");

@@ -58,18 +58,10 @@ typedef struct report {
   int no_memory, too_many_devices;
 } report;
 
-static int same_identity(const clnorm_device_identity *a, const clnorm_device_identity *b) {
-  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
-         a->max_clock_mhz == b->max_clock_mhz && a->local_mem == b->local_mem &&
-         strcmp(a->vendor, b->vendor) == 0 && strcmp(a->name, b->name) == 0 &&
-         strcmp(a->driver_version, b->driver_version) == 0 &&
-         strcmp(a->cl_version, b->cl_version) == 0;
-}
-
 /* Index of the device in rp (added when new), or MAX_DEVICES when there is no room. */
 static size_t device_index(report *rp, const clnorm_device_identity *id) {
   for (size_t i = 0; i < rp->ndev; i++)
-    if (same_identity(&rp->dev[i].id, id))
+    if (clnorm__identity_equal(&rp->dev[i].id, id))
       return i;
   if (rp->ndev == MAX_DEVICES) {
     rp->too_many_devices = 1;
@@ -134,31 +126,16 @@ static int on_device(void *user, const clnorm_device_identity *id,
   return 0;
 }
 
-/* ---- SVG text */
-
 /* Writes s with the five XML special characters escaped, and bytes below 0x20 left out. */
 static void xml_text(FILE *f, const char *s) {
+  static const char special[] = "&<>\"'";
+  static const char *const entity[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
   for (; *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&apos;", f);
-      break;
-    default:
-      if ((unsigned char)*s >= 0x20)
-        fputc(*s, f);
-    }
+    const char *at = strchr(special, *s);
+    if (at)
+      fputs(entity[at - special], f);
+    else if ((unsigned char)*s >= 0x20)
+      fputc(*s, f);
   }
 }
 
@@ -176,8 +153,6 @@ static void text_at(FILE *f, double x, double y, int size, const char *anchor, c
   xml_text(f, buf);
   fputs("</text>\n", f);
 }
-
-/* ---- axes */
 
 /* A step of 1, 2 or 5 times a power of ten giving about `ticks` intervals up to top. */
 static double nice_step(double top, int ticks) {
@@ -235,9 +210,8 @@ void report_row_range(unsigned row_class, char *out, size_t size) {
     snprintf(out, size, "%zu-%zu", first, next - 1);
 }
 
-/* ---- one panel: a device, an op, a row count. One count per panel: a line across cols joins
+/* One panel: a device, an op, a row count. One count per panel: a line across cols joins
  * points of one matrix height only, as tune measured them. */
-
 typedef struct panel {
   size_t device;
   clnorm_op op;

@@ -10,6 +10,21 @@
 #include <string.h>
 #include <time.h>
 
+cl_device_id *tool_platform_devices(cl_platform_id platform, cl_uint *count, cl_int *err) {
+  cl_int e = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, NULL, count);
+  cl_device_id *devs = e == CL_SUCCESS && *count ? calloc(*count, sizeof *devs) : NULL;
+  if (devs &&
+      (e = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, *count, devs, NULL)) != CL_SUCCESS) {
+    free(devs);
+    devs = NULL;
+  }
+  if (!devs)
+    *count = 0;
+  if (err)
+    *err = e;
+  return devs;
+}
+
 size_t tool_devices(tool_device *out, size_t cap) {
   cl_uint nplat = 0;
   if (clGetPlatformIDs(0, NULL, &nplat) != CL_SUCCESS || nplat == 0)
@@ -22,13 +37,9 @@ size_t tool_devices(tool_device *out, size_t cap) {
   size_t n = 0;
   for (cl_uint p = 0; p < nplat; p++) {
     cl_uint ndev = 0;
-    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS || !ndev)
+    cl_device_id *devs = tool_platform_devices(plats[p], &ndev, NULL);
+    if (!devs)
       continue;
-    cl_device_id *devs = calloc(ndev, sizeof *devs);
-    if (!devs || clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) != CL_SUCCESS) {
-      free(devs);
-      continue;
-    }
     for (cl_uint d = 0; d < ndev; d++, n++) {
       if (n >= cap)
         continue;

@@ -40,6 +40,10 @@ int tool_open(const tool_device *dev, cl_context *context, cl_command_queue *que
 int tool_parse_names(const char *text, const char *(*name)(int), int count, const char *what,
                      unsigned *mask, char *err, size_t err_size);
 
+/* Every device of the platform, in an array to free (NULL and *count 0 when there is none or
+ * the query or the allocation failed; *err, when not NULL, gets clGetDeviceIDs' code). */
+cl_device_id *tool_platform_devices(cl_platform_id platform, cl_uint *count, cl_int *err);
+
 /* tool_pick_device, then tool_open: the bench tools' start. On failure prints "prog: <why>" to
  * stderr and returns 0. */
 int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_context *context,

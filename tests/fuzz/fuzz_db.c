@@ -19,6 +19,7 @@
  * those. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "db_json.h"
 #include "fuzz_check.h"
 
 #include <sqlite3.h>
@@ -48,8 +49,6 @@ static char err[1024];
  * integrity check, by design), and for tables loosened to no types or keys (ids repeat), which
  * clnorm never writes: the answers are not compared, only checked to be valid. */
 static int consistent;
-
-/* ---- the seed database */
 
 static clnorm_device_identity make_device(const char *name, const char *driver) {
   clnorm_device_identity d;
@@ -160,8 +159,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   fuzz_remove_db(seed_path);
   return 0;
 }
-
-/* ---- reading the input */
 
 typedef struct input {
   const uint8_t *data;
@@ -450,8 +447,6 @@ static void apply_edits(input *in) {
   if (sqlite3_close(sql) != SQLITE_OK)
     fuzz_fail("closing the copy: a statement left open");
 }
-
-/* ---- the library's side */
 
 typedef struct listing {
   size_t rows;

@@ -4,6 +4,7 @@
  * database) to the same export. Each input starts from empty databases. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "db_json.h"
 #include "fuzz_check.h"
 
 #include <math.h>

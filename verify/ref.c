@@ -250,6 +250,27 @@ double clnorm_ref_scaled_error(size_t n, const float *got, const double *ref, in
   return worst;
 }
 
+double clnorm_ref_dtype_ulps(int dtype) { return dtype == CLNORM_REF_F32 ? 0.0 : 1.0; }
+
+double clnorm_ref_dx_scale(size_t cols, const double *ref, const float *dy, const float *gamma,
+                           float rstd) {
+  double m = 0.0, gmax = 0.0;
+  for (size_t i = 0; i < cols; i++) {
+    const double g = fabs((gamma ? (double)gamma[i] : 1.0) * (double)dy[i]);
+    m = fabs(ref[i]) > m ? fabs(ref[i]) : m;
+    gmax = g > gmax ? g : gmax;
+  }
+  const double terms = (double)rstd * gmax;
+  const double scale = (terms > m ? terms : m) / (m > FLT_MIN ? m : FLT_MIN);
+  return isfinite(scale) && scale > 0.0 ? scale : 1.0;
+}
+
+double clnorm_ref_dx_error(size_t cols, const float *got, const double *ref, int dtype,
+                           const float *dy, const float *gamma, float rstd) {
+  return clnorm_ref_scaled_error(cols, got, ref, dtype, clnorm_ref_dtype_ulps(dtype),
+                                 CLNORM_TOL_BWD * clnorm_ref_dx_scale(cols, ref, dy, gamma, rstd));
+}
+
 void clnorm_ref_add(size_t rows, size_t cols, int dtype, const float *x, size_t x_stride,
                     const float *res, size_t res_stride, float *h) {
   for (size_t r = 0; r < rows; r++)

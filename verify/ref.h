@@ -1,5 +1,7 @@
-/* The float64 reference of every operation, and the test data generator. Used by the tests,
- * the demo and normtune's verification. No OpenCL here. */
+/* The verification module: the float64 reference of every operation, the tolerances a result
+ * is held to, and the test data generator. Used by the tests, the demo and normtune's
+ * verification, so a variant the tuner records as correct is one the tests accept. No OpenCL
+ * here. */
 #ifndef CLNORM_REF_H
 #define CLNORM_REF_H
 
@@ -61,6 +63,31 @@ void clnorm_ref_unpack(int dtype, const void *src, size_t n, float *dst);
  * and rel their relative tolerance, which makes this clnorm_ref_row_error / rel. */
 double clnorm_ref_scaled_error(size_t n, const float *got, const double *ref, int dtype,
                                double ulps, double rel);
+
+/* The tolerances, relative to a scale (see each use): forward outputs (y, mean, rstd), the
+ * same for the adversarial row of 1e4 + N(0,1) (its float32 mean is rounded by half an ulp of
+ * 1e4), and backward outputs (dx, dgamma, dbeta; float32 sums over up to 1M terms). */
+#define CLNORM_TOL_FWD 1e-5
+#define CLNORM_TOL_ADV 2e-4
+#define CLNORM_TOL_BWD 1e-4
+
+/* The ulps of the storage type allowed beyond the float32 tolerance: 0 for float32, 1 for
+ * float16 and bfloat16 (the float32 result is rounded once when stored). */
+double clnorm_ref_dtype_ulps(int dtype);
+
+/* The scale of one row of dx, as the multiple of max(M, FLT_MIN) that clnorm_ref_scaled_error
+ * uses (M: the row's largest |ref|): max(M, rstd * max |gamma * dy|) / max(M, FLT_MIN). dx =
+ * rstd * (g - mean(g) - xhat * mean(g * xhat)) cancels, so float32's error is relative to the
+ * terms, not to dx; a row whose dx is exactly 0 (cols 1) still carries the terms' rounding
+ * (contracted products keep a product's error). 1 where that scale is 0 or not finite.
+ * gamma may be NULL (ones). */
+double clnorm_ref_dx_scale(size_t cols, const double *ref, const float *dy, const float *gamma,
+                           float rstd);
+
+/* The error of one row of dx in units of its allowance (<= 1 passes): clnorm_ref_scaled_error
+ * with clnorm_ref_dtype_ulps(dtype) and CLNORM_TOL_BWD * clnorm_ref_dx_scale. */
+double clnorm_ref_dx_error(size_t cols, const float *got, const double *ref, int dtype,
+                           const float *dy, const float *gamma, float rstd);
 
 /* Fused residual add: h = x + res in float32, rounded to dtype (as the kernels must); h is
  * rows x cols, dense. Then y, mean, rstd as clnorm_ref_layernorm / clnorm_ref_rmsnorm of h.

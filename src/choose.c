@@ -1,0 +1,233 @@
+/* The choice of a variant for a call: the chain of fallback levels (forced, tuned, nearest tuned,
+ * built-in, heuristic), and the set of variants that failed at launch, which the chain skips. */
+#include "internal.h"
+#include "names.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* The key of a program in a row class, in the set of variants that failed at launch. */
+static uint64_t unusable_key(const clnorm_call *call, uint64_t program_key) {
+  return 1ull << 63 | program_key << 2 | clnorm__row_class(call->rows);
+}
+
+/* Whether the program failed at launch before in this call's row class; *err: with what. */
+int clnorm__unusable_find(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key,
+                          cl_int *err) {
+  if (atomic_load_explicit(&ctx->unusable_count, memory_order_acquire) == 0)
+    return 0; /* the usual case: no lock */
+  const uint64_t key = unusable_key(call, program_key);
+  int found = 0;
+  clnorm__mutex_lock(&ctx->lock);
+  const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
+  for (size_t i = 0; i < n && !found; i++)
+    if (ctx->unusable[i].key == key) {
+      *err = ctx->unusable[i].err;
+      found = 1;
+    }
+  clnorm__mutex_unlock(&ctx->lock);
+  return found;
+}
+
+/* Remembers a launch failure: 1 when added, 2 when another thread's call had added it, 0 when
+ * the set is full (the call then gives up rather than retry without remembering). */
+int clnorm__unusable_add(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key,
+                         cl_int err) {
+  const uint64_t key = unusable_key(call, program_key);
+  int added = 0;
+  clnorm__mutex_lock(&ctx->lock);
+  const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
+  for (size_t i = 0; i < n; i++)
+    if (ctx->unusable[i].key == key)
+      added = 2;
+  if (!added && n < CLNORM_UNUSABLE) {
+    ctx->unusable[n] = (clnorm_unusable){key, err};
+    atomic_store_explicit(&ctx->unusable_count, n + 1, memory_order_release);
+    added = 1;
+  }
+  clnorm__mutex_unlock(&ctx->lock);
+  return added;
+}
+
+void clnorm__unusable_remove(clnorm_ctx *ctx, const clnorm_call *call, uint64_t program_key) {
+  const uint64_t key = unusable_key(call, program_key);
+  clnorm__mutex_lock(&ctx->lock);
+  const size_t n = atomic_load_explicit(&ctx->unusable_count, memory_order_relaxed);
+  for (size_t i = 0; i < n; i++)
+    if (ctx->unusable[i].key == key) {
+      ctx->unusable[i] = ctx->unusable[n - 1];
+      atomic_store_explicit(&ctx->unusable_count, n - 1, memory_order_release);
+      break;
+    }
+  clnorm__mutex_unlock(&ctx->lock);
+}
+
+const char *clnorm_choice_string(clnorm_choice why) {
+  return clnorm__name_of(clnorm__choice_names, CLNORM__CHOICE_COUNT, (int)why, "unknown");
+}
+
+/* The variant as this call runs it: the vector width narrowed to what the call can run
+ * (clnorm__call_vec), with the row's private-memory budget (hold * vec floats) kept. */
+static clnorm_variant effective(const clnorm_device_info *info, const clnorm_call *call,
+                                const clnorm_variant *v) {
+  clnorm_variant e = *v;
+  e.vec = clnorm__call_vec(info, call, v->vec);
+  e.hold = v->hold * (v->vec / e.vec);
+  return e;
+}
+
+/* Checks `v` against the device and the call; on success *eff is what runs. */
+static clnorm_status usable(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
+                            clnorm_variant *eff) {
+  char why[160], text[128];
+  if (!clnorm__variant_device_ok(&ctx->info, call->op, v, why, sizeof why)) {
+    clnorm_variant_format(v, text, sizeof text);
+    return clnorm__fail(ctx, CLNORM_E_UNSUPPORTED, "variant %s cannot run on %s: %s", text,
+                        ctx->info.name, why);
+  }
+  *eff = effective(&ctx->info, call, v);
+  if (!clnorm__variant_call_ok(eff, call->cols, why, sizeof why)) {
+    clnorm_variant_format(eff, text, sizeof text);
+    return clnorm__fail(ctx, CLNORM_E_UNSUPPORTED, "variant %s cannot run cols=%zu: %s", text,
+                        call->cols, why);
+  }
+  return CLNORM_OK;
+}
+
+/* A variant the dispatcher may choose: usable(), built, and not failed at launch before in this
+ * call's row class. */
+static clnorm_status candidate(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
+                               clnorm_variant *eff, clnorm_program **prog) {
+  clnorm_status st = usable(ctx, call, v, eff);
+  if (st == CLNORM_OK)
+    st = clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog);
+  cl_int err;
+  if (st == CLNORM_OK && clnorm__unusable_find(ctx, call, (*prog)->key, &err)) {
+    char text[128];
+    clnorm_variant_format(eff, text, sizeof text);
+    st = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
+                      "variant %s failed at launch earlier with %s (%d): not used again for %s %s "
+                      "in this row class",
+                      text, clnorm__cl_error_name(err), (int)err, clnorm_op_name(call->op),
+                      clnorm_dtype_name(call->dtype));
+  }
+  return st;
+}
+
+/* The heuristic's variant, falling back to safer ones when its build fails, the built kernel
+ * cannot take its work-group size (register pressure can lower that limit) or it failed at
+ * launch before. */
+clnorm_status clnorm__heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, clnorm_variant *eff,
+                                     clnorm_program **prog) {
+  /* The heuristic's variant; then the same re-reading the row (no private array); then smaller
+   * work-groups (a driver may refuse large ones after the build: NVIDIA's caps every clnorm
+   * kernel at 256); last, one work-item per row, which every device runs. */
+  clnorm_variant candidates[16];
+  size_t n = 0;
+  clnorm__heuristic(&ctx->info, call, &candidates[n++]);
+  const clnorm_variant first = candidates[0];
+  candidates[n] = first;
+  candidates[n].hold = 0;
+  candidates[n++].stats = CLNORM_STATS_WELFORD;
+  for (unsigned wg = first.wg / 2; wg >= 32 && n < 15; wg /= 2) {
+    candidates[n] = candidates[1];
+    candidates[n].wg = wg;
+    candidates[n].tpr = first.tpr < wg ? first.tpr : wg;
+    if (candidates[n].reduce == CLNORM_REDUCE_SUBGROUP && candidates[n].tpr != wg)
+      candidates[n].reduce = CLNORM_REDUCE_LOCAL;
+    n++;
+  }
+  candidates[n++] = (clnorm_variant){1, 1, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  clnorm_status st = CLNORM_E_UNSUPPORTED;
+  for (size_t i = 0; i < n; i++) {
+    st = candidate(ctx, call, &candidates[i], eff, prog);
+    if (st == CLNORM_OK || (st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD))
+      break;
+    clnorm__log(CLNORM_LOG_WARN, "falling back from a heuristic candidate: %s",
+                clnorm_ctx_errmsg(ctx));
+  }
+  return st;
+}
+
+/* The levels of the choice that read a table, in the order they are tried: this device's tuned
+ * results (the exact shape, then the nearest one its own A/B showed to win), then the built-in
+ * table (exact, then nearest). The heuristic is the last level (clnorm__heuristic_pick). */
+enum { TUNED_TABLE, BUILTIN_TABLE };
+static const struct {
+  clnorm_choice why;
+  int table;
+  int exact; /* clnorm__tuned_find's `exact` */
+} levels[] = {{CLNORM_CHOICE_TUNED, TUNED_TABLE, 1},
+              {CLNORM_CHOICE_NEAREST, TUNED_TABLE, 0},
+              {CLNORM_CHOICE_BUILTIN, BUILTIN_TABLE, 1},
+              {CLNORM_CHOICE_BUILTIN, BUILTIN_TABLE, 0}};
+#define LEVELS (int)(sizeof levels / sizeof levels[0])
+
+/* The variant to run and its built program. A forced variant is used as given or refused; a
+ * chosen one falls back, in order, to safer variants when its build fails, the built kernel
+ * cannot take its work-group size (register pressure can lower that limit) or it failed at
+ * launch before in this row class (clnorm_run). */
+clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *force,
+                             clnorm_variant *eff, clnorm_choice *why, clnorm_program **prog) {
+  if (force) {
+    *why = CLNORM_CHOICE_FORCED;
+    clnorm_status st = usable(ctx, call, force, eff);
+    return st != CLNORM_OK ? st : clnorm__program_get(ctx, call->op, call->dtype, eff, 0, prog);
+  }
+  /* The table levels, in order; each entry re-checked against the device and the call. Entries
+   * are copied under the lock: the table may be replaced meanwhile. */
+  const unsigned row_class = clnorm__row_class(call->rows);
+  clnorm_variant found[LEVELS];
+  int have[LEVELS] = {0};
+  clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
+  for (int l = 0; l < LEVELS; l++) {
+    const int tuned = levels[l].table == TUNED_TABLE;
+    const clnorm_tuned *t = clnorm__tuned_find(
+        tuned ? ctx->tuned : ctx->builtin, tuned ? ctx->tuned_count : ctx->builtin_count, call->op,
+        call->dtype, call->cols, row_class, levels[l].exact);
+    if (t) {
+      found[l] = t->variant;
+      have[l] = 1;
+    }
+  }
+  clnorm__mutex_unlock(&ctx->lock);
+  for (int l = 0; l < LEVELS; l++) {
+    if (!have[l])
+      continue;
+    *why = levels[l].why;
+    if (candidate(ctx, call, &found[l], eff, prog) == CLNORM_OK)
+      return CLNORM_OK;
+    clnorm__log(CLNORM_LOG_WARN, "the %s variant cannot run this call, falling back: %s",
+                clnorm_choice_string(*why), clnorm_ctx_errmsg(ctx));
+  }
+  *why = CLNORM_CHOICE_HEURISTIC;
+  return clnorm__heuristic_pick(ctx, call, eff, prog);
+}
+
+/* The info log: one line per op, dtype, cols and row class; again: the choice after a launch
+ * failure, printed whatever was printed before. */
+void clnorm__log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
+                        clnorm_choice why, int again) {
+  const uint64_t key = ((uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
+                        (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows)) +
+                       1;
+  int fresh = 0;
+  clnorm__mutex_lock(&ctx->lock);
+  for (size_t i = key % CLNORM_LOGGED, n = 0; n < CLNORM_LOGGED; i = (i + 1) % CLNORM_LOGGED, n++) {
+    if (ctx->logged[i] == key)
+      break;
+    if (ctx->logged[i] == 0) {
+      ctx->logged[i] = key;
+      fresh = 1;
+      break;
+    }
+  }
+  clnorm__mutex_unlock(&ctx->lock);
+  if (!fresh && !again)
+    return;
+  char text[128];
+  clnorm_variant_format(v, text, sizeof text);
+  clnorm__log(CLNORM_LOG_INFO, "%s %s rows=%zu cols=%zu on %s: %s (%s)", clnorm_op_name(call->op),
+              clnorm_dtype_name(call->dtype), call->rows, call->cols, ctx->info.name, text,
+              clnorm_choice_string(why));
+}

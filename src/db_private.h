@@ -1,0 +1,52 @@
+/* What the db_*.c files share and nothing else sees: the handle, its prepared statements and the
+ * helpers that take SQLite's types. The db_*.c files alone include this header (and sqlite3.h). */
+#ifndef CLNORM_DB_PRIVATE_H
+#define CLNORM_DB_PRIVATE_H
+
+#include "db.h"
+#include "names.h"
+
+#include <sqlite3.h>
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+#define THIS_VERSION                                                                               \
+  STR(CLNORM_VERSION_MAJOR) "." STR(CLNORM_VERSION_MINOR) "." STR(CLNORM_VERSION_PATCH)
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The statements a handle prepares on first use (db_store.c). */
+enum {
+  ST_FIND_DEVICE,
+  ST_ADD_DEVICE,
+  ST_PUT,
+  ST_GET,
+  ST_IMPORT,
+  ST_PUT_HEURISTIC,
+  ST_PUT_COPY,
+  ST_COUNT
+};
+
+struct clnorm_db {
+  sqlite3 *sql;
+  char *path;
+  int writable;
+  sqlite3_stmt *stmt[ST_COUNT];
+  /* the device last looked up: a tuning run stores thousands of results of one device */
+  int cached;
+  clnorm_device_identity cached_device;
+  sqlite3_int64 cached_id;
+  /* rows the last listing could not use, and why the first of them was skipped */
+  uint64_t skipped;
+  char skipped_why[192];
+};
+
+/* sqlite3_exec without a callback; PRAGMA's integer into *out; BEGIN IMMEDIATE, retried while
+ * another process holds the write lock. SQLite's result codes. */
+int clnorm__db_exec(sqlite3 *sql, const char *text);
+int clnorm__db_pragma_int(sqlite3 *sql, const char *text, sqlite3_int64 *out);
+int clnorm__db_begin_write(sqlite3 *sql);
+/* The message of a failed SQLite call on db while `doing` something, into err: CLNORM_E_DB. */
+clnorm_status clnorm__db_sql_error(clnorm_db *db, int rc, const char *doing, char *err,
+                                   size_t err_size);
+
+#endif

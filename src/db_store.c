@@ -1,0 +1,889 @@
+/* The result store of the tuning database: prepared statements, reading rows back, put, get,
+ * the winners, and what reports and diagnostics read. */
+#define _POSIX_C_SOURCE 200809L
+#include "db_private.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const statements[ST_COUNT] = {
+    [ST_FIND_DEVICE] = "SELECT id FROM devices WHERE vendor_id = ?1 AND vendor = ?2 AND name = ?3"
+                       " AND driver_version = ?4 AND opencl_version = ?5 AND compute_units = ?6"
+                       " AND max_clock_mhz = ?7 AND local_mem = ?8",
+    [ST_ADD_DEVICE] = "INSERT OR IGNORE INTO devices (vendor_id, vendor, name, driver_version,"
+                      " opencl_version, compute_units, max_clock_mhz, local_mem)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_PUT] =
+        "INSERT OR REPLACE INTO results (device_id, kernel_hash, op, dtype, cols, "
+        "row_class" CLNORM_VARIANT_SQL_COLUMNS ", rows, status, median_s, min_s, gbps, max_err,"
+        " measured_at, clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+        " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+    [ST_GET] = "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+               " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
+               " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+               ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+               " r.clnorm_version FROM results r JOIN devices d ON d.id = r.device_id"
+               " WHERE r.device_id = ?1 AND r.kernel_hash = ?2 AND r.op = ?3 AND r.dtype = ?4"
+               " AND r.cols = ?5 AND r.row_class = ?6 AND r.wg = ?7 AND r.tpr = ?8"
+               " AND r.vec = ?9 AND r.hold = ?10 AND r.reduce = ?11 AND r.stats = ?12",
+    /* an import replaces a stored result only with a later measurement */
+    [ST_IMPORT] = "INSERT INTO results (device_id, kernel_hash, op, dtype, cols, "
+                  "row_class" CLNORM_VARIANT_SQL_COLUMNS ", rows, status, median_s, min_s, gbps,"
+                  " max_err, measured_at, clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+                  " ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+                  " ON CONFLICT (device_id, kernel_hash, op, dtype, cols, "
+                  "row_class" CLNORM_VARIANT_SQL_COLUMNS ") DO UPDATE SET rows = excluded.rows,"
+                  " status = excluded.status, median_s = excluded.median_s,"
+                  " min_s = excluded.min_s, gbps = excluded.gbps, max_err = excluded.max_err,"
+                  " measured_at = excluded.measured_at,"
+                  " clnorm_version = excluded.clnorm_version"
+                  " WHERE excluded.measured_at > results.measured_at",
+    [ST_PUT_HEURISTIC] = "INSERT OR REPLACE INTO heuristic (device_id, kernel_hash, op, dtype,"
+                         " cols, row_class" CLNORM_VARIANT_SQL_COLUMNS ", rows, status,"
+                         " median_s, min_s, gbps, max_err, measured_at, clnorm_version) VALUES"
+                         " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+                         " ?16, ?17, ?18, ?19, ?20)",
+    [ST_PUT_COPY] = ("INSERT OR REPLACE INTO copy_bandwidth (device_id, gbps, bytes, measured_at,"
+                     " clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5)"),
+};
+
+/* The cached statement `which`, reset and unbound. */
+static int stmt(clnorm_db *db, int which, sqlite3_stmt **out) {
+  if (!db->stmt[which]) {
+    const int rc = sqlite3_prepare_v2(db->sql, statements[which], -1, &db->stmt[which], NULL);
+    if (rc != SQLITE_OK)
+      return rc;
+  }
+  sqlite3_reset(db->stmt[which]);
+  sqlite3_clear_bindings(db->stmt[which]);
+  *out = db->stmt[which];
+  return SQLITE_OK;
+}
+
+static void bind_device(sqlite3_stmt *st, const clnorm_device_identity *d) {
+  sqlite3_bind_int64(st, 1, d->vendor_id);
+  sqlite3_bind_text(st, 2, d->vendor, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, d->driver_version, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, d->cl_version, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, d->compute_units);
+  sqlite3_bind_int64(st, 7, d->max_clock_mhz);
+  sqlite3_bind_int64(st, 8, (sqlite3_int64)d->local_mem);
+}
+
+/* The row id of device into *id (-1 when it is not stored and create is 0). */
+static int device_id(clnorm_db *db, const clnorm_device_identity *d, int create,
+                     sqlite3_int64 *id) {
+  if (db->cached && clnorm__identity_equal(&db->cached_device, d)) {
+    *id = db->cached_id;
+    return SQLITE_OK;
+  }
+  sqlite3_stmt *st;
+  int rc;
+  if (create) {
+    if ((rc = stmt(db, ST_ADD_DEVICE, &st)) != SQLITE_OK)
+      return rc;
+    bind_device(st, d);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+      return rc;
+  }
+  if ((rc = stmt(db, ST_FIND_DEVICE, &st)) != SQLITE_OK)
+    return rc;
+  bind_device(st, d);
+  rc = sqlite3_step(st);
+  *id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_reset(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    return rc;
+  /* Devices are never deleted, so a found id stays valid for the life of the handle. */
+  if (*id >= 0) {
+    db->cached = 1;
+    db->cached_device = *d;
+    db->cached_id = *id;
+  }
+  return SQLITE_OK;
+}
+
+static void bind_double(sqlite3_stmt *st, int index, double v) {
+  if (isnan(v))
+    sqlite3_bind_null(st, index);
+  else
+    sqlite3_bind_double(st, index, v);
+}
+
+/* Binds the key of r (after ?1, the device id) as ?2..?12. */
+static void bind_key(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r,
+                     char hash[17]) {
+  clnorm__db_hash_text(r->kernel_hash, hash);
+  sqlite3_bind_int64(st, 1, device);
+  sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, clnorm__op_names[r->op], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, clnorm__dtype_names[r->dtype], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, (sqlite3_int64)r->cols);
+  sqlite3_bind_int64(st, 6, r->row_class);
+  sqlite3_bind_int64(st, 7, r->variant.wg);
+  sqlite3_bind_int64(st, 8, r->variant.tpr);
+  sqlite3_bind_int64(st, 9, r->variant.vec);
+  sqlite3_bind_int64(st, 10, r->variant.hold);
+  sqlite3_bind_text(st, 11, clnorm__reduce_names[r->variant.reduce], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 12, clnorm__stats_names[r->variant.stats], -1, SQLITE_STATIC);
+}
+
+static void bind_result(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r) {
+  char hash[17];
+  bind_key(st, device, r, hash);
+  sqlite3_bind_int64(st, 13, (sqlite3_int64)r->rows);
+  sqlite3_bind_text(st, 14, clnorm__outcome_names[r->outcome], -1, SQLITE_STATIC);
+  bind_double(st, 15, r->median_s);
+  bind_double(st, 16, r->min_s);
+  bind_double(st, 17, r->gbps);
+  bind_double(st, 18, r->max_err);
+  sqlite3_bind_int64(st, 19, r->measured_at ? r->measured_at : (sqlite3_int64)time(NULL));
+  sqlite3_bind_text(st, 20, r->clnorm_version[0] ? r->clnorm_version : THIS_VERSION, -1,
+                    SQLITE_TRANSIENT);
+}
+
+/* Only a text without a NUL inside: a blob or a longer text that reads as the same string would
+ * be a second row of one key (two winners of one shape) that SQLite's UNIQUE cannot see. */
+static int column_text(sqlite3_stmt *st, int col, char *out, size_t size) {
+  if (sqlite3_column_type(st, col) != SQLITE_TEXT)
+    return 0;
+  const char *text = (const char *)sqlite3_column_text(st, col);
+  const size_t bytes = (size_t)sqlite3_column_bytes(st, col);
+  if (!text || bytes >= size || strlen(text) != bytes)
+    return 0;
+  memcpy(out, text, bytes + 1);
+  return 1;
+}
+
+/* NULL reads as NaN. A text or blob reads as -1, which every check rejects: SQLite would parse
+ * one as a number, which then compares differently in SQL (min, ORDER BY) than in C. */
+static double column_double(sqlite3_stmt *st, int col) {
+  const int type = sqlite3_column_type(st, col);
+  if (type == SQLITE_NULL)
+    return NAN;
+  return type == SQLITE_INTEGER || type == SQLITE_FLOAT ? sqlite3_column_double(st, col) : -1.0;
+}
+
+static int column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
+  const sqlite3_int64 v = sqlite3_column_int64(st, col);
+  if (sqlite3_column_type(st, col) != SQLITE_INTEGER || v < 0 || (uint64_t)v > max)
+    return 0;
+  *out = (uint64_t)v;
+  return 1;
+}
+
+/* The select list's column names, for the reason a row is skipped. */
+#define PARAM_NAME(field, names, count, min, max) #field,
+static const char *const row_columns[27] = {"vendor_id",
+                                            "vendor",
+                                            "name",
+                                            "driver_version",
+                                            "opencl_version",
+                                            "compute_units",
+                                            "max_clock_mhz",
+                                            "local_mem",
+                                            "kernel_hash",
+                                            "op",
+                                            "dtype",
+                                            "cols",
+                                            "row_class",
+                                            "rows",
+                                            CLNORM_VARIANT_PARAM_MAP(PARAM_NAME) "status",
+                                            "median_s",
+                                            "min_s",
+                                            "gbps",
+                                            "max_err",
+                                            "measured_at",
+                                            "clnorm_version"};
+
+/* Reads the 27 columns of ST_GET's select list from the current row. Returns 0 for a row this
+ * build cannot represent (a name from a newer clnorm, a value out of range), with the reason in
+ * reason. */
+static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
+                    size_t reason_size) {
+  memset(d, 0, sizeof *d);
+  memset(r, 0, sizeof *r);
+  uint64_t v[12];
+  char hash[32], op[16], dtype[16], reduce[16], stats[16], outcome[16];
+  int bad = -1; /* the first column out of range or of the wrong type */
+#define COL(i, check) ((check) || (bad = (i), 0))
+  const int read = COL(0, column_uint(st, 0, UINT32_MAX, &v[0])) &&
+                   COL(1, column_text(st, 1, d->vendor, sizeof d->vendor)) &&
+                   COL(2, column_text(st, 2, d->name, sizeof d->name)) &&
+                   COL(3, column_text(st, 3, d->driver_version, sizeof d->driver_version)) &&
+                   COL(4, column_text(st, 4, d->cl_version, sizeof d->cl_version)) &&
+                   COL(5, column_uint(st, 5, UINT32_MAX, &v[1])) &&
+                   COL(6, column_uint(st, 6, UINT32_MAX, &v[2])) &&
+                   COL(7, column_uint(st, 7, INT64_MAX, &v[3])) &&
+                   COL(8, column_text(st, 8, hash, sizeof hash) &&
+                              clnorm__db_parse_hash(hash, &r->kernel_hash)) &&
+                   COL(9, column_text(st, 9, op, sizeof op)) &&
+                   COL(10, column_text(st, 10, dtype, sizeof dtype)) &&
+                   COL(11, column_uint(st, 11, CLNORM_DB_MAX_COLS, &v[4])) &&
+                   COL(12, column_uint(st, 12, CLNORM_DB_MAX_ROW_CLASS, &v[5])) &&
+                   COL(13, column_uint(st, 13, CLNORM_DB_MAX_ROWS, &v[6])) &&
+                   COL(14, column_uint(st, 14, CLNORM_DB_MAX_WG, &v[7])) &&
+                   COL(15, column_uint(st, 15, CLNORM_DB_MAX_WG, &v[8])) &&
+                   COL(16, column_uint(st, 16, 16, &v[9])) &&
+                   COL(17, column_uint(st, 17, CLNORM_DB_MAX_HOLD, &v[10])) &&
+                   COL(18, column_text(st, 18, reduce, sizeof reduce)) &&
+                   COL(19, column_text(st, 19, stats, sizeof stats)) &&
+                   COL(20, column_text(st, 20, outcome, sizeof outcome)) &&
+                   COL(25, column_uint(st, 25, INT64_MAX, &v[11])) &&
+                   COL(26, column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version));
+#undef COL
+  if (!read) {
+    snprintf(reason, reason_size, "%s is out of range or of the wrong type", row_columns[bad]);
+    return 0;
+  }
+  const int op_i = clnorm__name_index(clnorm__op_names, COUNT(clnorm__op_names), op);
+  const int dtype_i = clnorm__name_index(clnorm__dtype_names, COUNT(clnorm__dtype_names), dtype);
+  const int reduce_i =
+      clnorm__name_index(clnorm__reduce_names, COUNT(clnorm__reduce_names), reduce);
+  const int stats_i = clnorm__name_index(clnorm__stats_names, COUNT(clnorm__stats_names), stats);
+  const int outcome_i =
+      clnorm__name_index(clnorm__outcome_names, COUNT(clnorm__outcome_names), outcome);
+  if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0) {
+    snprintf(reason, reason_size, "unknown %s",
+             op_i < 0       ? "op"
+             : dtype_i < 0  ? "dtype"
+             : reduce_i < 0 ? "reduce"
+             : stats_i < 0  ? "stats"
+                            : "status");
+    return 0;
+  }
+  d->vendor_id = (cl_uint)v[0];
+  d->compute_units = (cl_uint)v[1];
+  d->max_clock_mhz = (cl_uint)v[2];
+  d->local_mem = (cl_ulong)v[3];
+  r->op = (clnorm_op)op_i;
+  r->dtype = (clnorm_dtype)dtype_i;
+  r->cols = v[4];
+  r->row_class = (unsigned)v[5];
+  r->rows = v[6];
+  r->variant.wg = (unsigned)v[7];
+  r->variant.tpr = (unsigned)v[8];
+  r->variant.vec = (unsigned)v[9];
+  r->variant.hold = (unsigned)v[10];
+  r->variant.reduce = (clnorm_reduce)reduce_i;
+  r->variant.stats = (clnorm_stats)stats_i;
+  r->outcome = (clnorm_outcome)outcome_i;
+  r->median_s = column_double(st, 21);
+  r->min_s = column_double(st, 22);
+  r->gbps = column_double(st, 23);
+  r->max_err = column_double(st, 24);
+  r->measured_at = (int64_t)v[11];
+  return clnorm__db_device_valid(d, reason, reason_size) &&
+         clnorm__db_result_valid(r, reason, reason_size);
+}
+
+/* Clears err; CLNORM_E_INVALID_ARG naming the first of db, device and `what` (other) that is
+ * NULL. */
+static clnorm_status check_null(const clnorm_db *db, const void *device, const void *other,
+                                const char *what, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !device || !other)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db       ? "db"
+                            : !device ? "device"
+                                      : what);
+  return CLNORM_OK;
+}
+
+static clnorm_status check_args(clnorm_db *db, const clnorm_device_identity *d,
+                                const clnorm_result *r, char *err, size_t err_size) {
+  const clnorm_status st = check_null(db, d, r, "result", err, err_size);
+  if (st != CLNORM_OK)
+    return st;
+  char reason[160];
+  if (!clnorm__db_device_valid(d, reason, sizeof reason))
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+  if (!clnorm__db_result_valid(r, reason, sizeof reason))
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "result: %s", reason);
+  return CLNORM_OK;
+}
+
+/* CLNORM_E_DB with a message when the file this handle writes is no longer the database at its
+ * path: renamed over or removed (what SQLite's handle writes then goes to a file nobody will
+ * read, while the -wal file, named after the path, would be replayed into the file there now),
+ * or overwritten in place by another program. SQLite checks neither in WAL mode. Called inside
+ * a write transaction, before anything is written. */
+static clnorm_status check_file(clnorm_db *db, char *err, size_t err_size) {
+  int moved = 0;
+  if (sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved)
+    return clnorm__db_error(
+        CLNORM_E_DB, err, err_size,
+        "tuning database '%s' was replaced or removed while this process was writing to "
+        "it: nothing more is stored (the results stored since it was opened went to the "
+        "file that is gone)",
+        db->path);
+  /* read through SQLite's own handle; a file shorter than 16 bytes (a new database whose pages
+   * are all in the WAL) gives SQLITE_IOERR_SHORT_READ and passes */
+  sqlite3_file *file = NULL;
+  char magic[16];
+  if (sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK &&
+      file && file->pMethods && file->pMethods->xRead(file, magic, 16, 0) == SQLITE_OK &&
+      memcmp(magic, "SQLite format 3", 16) != 0)
+    return clnorm__db_error(
+        CLNORM_E_DB, err, err_size,
+        "tuning database '%s' was overwritten by another program while this process "
+        "was writing to it: nothing more is stored",
+        db->path);
+  return CLNORM_OK;
+}
+
+/* Stores result (ST_PUT, ST_PUT_HEURISTIC) or the copy bandwidth (ST_PUT_COPY: copy_gbps, bytes)
+ * of device in one transaction. */
+static clnorm_status put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
+                             const clnorm_result *result, double copy_gbps, uint64_t bytes,
+                             char *err, size_t err_size) {
+  clnorm_status status = CLNORM_OK;
+  if (!db->writable)
+    return clnorm__db_error(CLNORM_E_DB, err, err_size,
+                            "tuning database '%s' was opened for reading: cannot store results",
+                            db->path);
+  int rc = clnorm__db_begin_write(db->sql);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "starting a write transaction", err, err_size);
+  if ((status = check_file(db, err, err_size)) != CLNORM_OK) {
+    clnorm__db_exec(db->sql, "ROLLBACK");
+    return status;
+  }
+  sqlite3_int64 id = -1;
+  sqlite3_stmt *st = NULL;
+  const char *what = "storing the device";
+  rc = device_id(db, device, 1, &id);
+  if (rc == SQLITE_OK) {
+    what = which == ST_PUT_COPY ? "storing the copy bandwidth" : "storing the result";
+    rc = stmt(db, which, &st);
+  }
+  if (rc == SQLITE_OK) {
+    if (which == ST_PUT_COPY) {
+      sqlite3_bind_int64(st, 1, id);
+      sqlite3_bind_double(st, 2, copy_gbps);
+      sqlite3_bind_int64(st, 3, (sqlite3_int64)bytes);
+      sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+      sqlite3_bind_text(st, 5, THIS_VERSION, -1, SQLITE_STATIC);
+    } else {
+      bind_result(st, id, result);
+    }
+    rc = sqlite3_step(st);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    sqlite3_reset(st);
+  }
+  if (rc == SQLITE_OK) {
+    what = "committing";
+    rc = clnorm__db_exec(db->sql, "COMMIT");
+  }
+  if (rc != SQLITE_OK) {
+    status = clnorm__db_sql_error(db, rc, what, err, err_size);
+    clnorm__db_exec(db->sql, "ROLLBACK");
+    db->cached = 0; /* the device row may have been rolled back */
+  }
+  return status;
+}
+
+clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
+                             const clnorm_result *result, char *err, size_t err_size) {
+  const clnorm_status status = check_args(db, device, result, err, err_size);
+  return status != CLNORM_OK ? status : put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
+}
+
+clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identity *device,
+                                       const clnorm_result *result, char *err, size_t err_size) {
+  const clnorm_status status = check_args(db, device, result, err, err_size);
+  return status != CLNORM_OK ? status
+                             : put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
+}
+
+clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *device, double gbps,
+                                  uint64_t bytes, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !device)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db ? "db" : "device");
+  char reason[160];
+  if (!clnorm__db_device_valid(device, reason, sizeof reason))
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+  if (!(isfinite(gbps) && gbps > 0) || bytes == 0 || bytes > (uint64_t)INT64_MAX)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size,
+                            "copy bandwidth: %g GB/s over %llu bytes is not a measurement", gbps,
+                            (unsigned long long)bytes);
+  return put_row(db, ST_PUT_COPY, device, NULL, gbps, bytes, err, err_size);
+}
+
+clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device,
+                             const clnorm_result *key, clnorm_result *out, int *found, char *err,
+                             size_t err_size) {
+  if (found)
+    *found = 0;
+  clnorm_result checked = {0};
+  if (key) {
+    /* only the key fields matter: validate those, with neutral values for the rest */
+    checked.kernel_hash = key->kernel_hash;
+    checked.op = key->op;
+    checked.dtype = key->dtype;
+    checked.cols = key->cols;
+    checked.row_class = key->row_class;
+    checked.variant = key->variant;
+    checked.outcome = CLNORM_OUTCOME_WRONG;
+    checked.median_s = checked.min_s = checked.gbps = checked.max_err = NAN;
+  }
+  clnorm_status status = check_args(db, device, key ? &checked : NULL, err, err_size);
+  if (status != CLNORM_OK)
+    return status;
+  if (!found)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "found is NULL");
+  sqlite3_int64 id;
+  sqlite3_stmt *st;
+  int rc = device_id(db, device, 0, &id);
+  if (rc == SQLITE_OK && id < 0)
+    return CLNORM_OK;
+  if (rc == SQLITE_OK && (rc = stmt(db, ST_GET, &st)) == SQLITE_OK) {
+    char hash[17];
+    bind_key(st, id, &checked, hash);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      clnorm_device_identity d;
+      clnorm_result r;
+      char reason[192];
+      if (read_row(st, &d, &r, reason, sizeof reason)) {
+        *found = 1;
+        if (out)
+          *out = r;
+      }
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+    }
+    sqlite3_reset(st);
+  }
+  return rc == SQLITE_OK ? CLNORM_OK
+                         : clnorm__db_sql_error(db, rc, "looking up a result", err, err_size);
+}
+
+/* Prepares a listing's query and binds its optional parameters: ?1 the device's row id (when
+ * by_device), ?2 the kernel hash (when not NULL) as text in `hash`, which must outlive *st. */
+static int prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
+                           const uint64_t *kernel_hash, char hash[17], sqlite3_stmt **st) {
+  const int rc = sqlite3_prepare_v2(db->sql, text, -1, st, NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  if (by_device)
+    sqlite3_bind_int64(*st, 1, id);
+  if (kernel_hash) {
+    clnorm__db_hash_text(*kernel_hash, hash);
+    sqlite3_bind_text(*st, 2, hash, -1, SQLITE_STATIC);
+  }
+  return SQLITE_OK;
+}
+
+clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
+                              const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
+                              void *user, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !fn)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  sqlite3_int64 id = -1;
+  if (device) {
+    char reason[160];
+    if (!clnorm__db_device_valid(device, reason, sizeof reason))
+      return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+    const int rc = device_id(db, device, 0, &id);
+    if (rc != SQLITE_OK)
+      return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
+    if (id < 0)
+      return CLNORM_OK;
+  }
+  /* A winner is the "ok" row with the smallest median of its shape: with exactly one min() in
+   * the query, SQLite takes the bare column id from that row. The filters are spelled out (not
+   * "?1 IS NULL OR ...") so that SQLite can search the results_winners index. A winner's row is
+   * checked again: w reads only that index, which a damaged file's may contradict (readers run
+   * no integrity check). */
+  const char *const device_filter = device ? " AND device_id = ?1" : "";
+  const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
+  char text[2048];
+  snprintf(text, sizeof text,
+           "WITH w AS (SELECT id, min(median_s) FROM results"
+           " WHERE status = 'ok' AND median_s IS NOT NULL%s%s"
+           " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class)"
+           " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+           " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
+           " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+           ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+           " r.clnorm_version, %s AS winner FROM %s JOIN devices d ON d.id = r.device_id"
+           " WHERE 1%s%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
+           " winner DESC, r.median_s IS NULL, r.median_s, r.min_s, r.id",
+           device_filter, hash_filter,
+           winners_only ? "1" : "r.status = 'ok' AND r.id IN (SELECT id FROM w)",
+           winners_only ? "w CROSS JOIN results r ON r.id = w.id" : "results r",
+           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "",
+           winners_only ? " AND r.status = 'ok'" : "");
+  sqlite3_stmt *st = NULL;
+  char hash[17];
+  int rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "listing results", err, err_size);
+  db->skipped = 0;
+  db->skipped_why[0] = '\0';
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    clnorm_device_identity d;
+    clnorm_result r;
+    char reason[sizeof db->skipped_why];
+    if (!read_row(st, &d, &r, reason, sizeof reason)) {
+      if (db->skipped++ == 0)
+        snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
+      continue;
+    }
+    if (fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? CLNORM_OK
+                           : clnorm__db_sql_error(db, rc, "listing results", err, err_size);
+}
+
+typedef struct collected {
+  clnorm_result *items;
+  size_t count, cap;
+  int no_memory;
+} collected;
+
+static int collect(void *user, const clnorm_device_identity *device, const clnorm_result *result,
+                   int winner) {
+  collected *c = user;
+  if (c->count == c->cap) {
+    const size_t cap = c->cap ? c->cap * 2 : 64;
+    clnorm_result *items = realloc(c->items, cap * sizeof *items);
+    if (!items) {
+      c->no_memory = 1;
+      return 1;
+    }
+    c->items = items;
+    c->cap = cap;
+  }
+  c->items[c->count++] = *result;
+  return 0;
+}
+
+static int shape_cmp(const void *pa, const void *pb) {
+  const clnorm_result *a = pa, *b = pb;
+  const uint64_t ka[] = {a->op, a->dtype, a->cols, a->row_class};
+  const uint64_t kb[] = {b->op, b->dtype, b->cols, b->row_class};
+  return clnorm__keys_cmp(ka, kb, 4);
+}
+
+clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
+                                 uint64_t kernel_hash, clnorm_result **out, size_t *count,
+                                 char *err, size_t err_size) {
+  if (out)
+    *out = NULL;
+  if (count)
+    *count = 0;
+  if (!device || !out || !count)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !device ? "device"
+                            : !out  ? "out"
+                                    : "count");
+  collected c = {0};
+  clnorm_status status = clnorm__db_list(db, device, &kernel_hash, 1, collect, &c, err, err_size);
+  if (status == CLNORM_OK && c.no_memory)
+    status =
+        clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory reading tuned results");
+  if (status != CLNORM_OK) {
+    free(c.items);
+    return status;
+  }
+  if (c.count > 1)
+    qsort(c.items, c.count, sizeof *c.items, shape_cmp);
+  *out = c.items;
+  *count = c.count;
+  return CLNORM_OK;
+}
+
+/* Steps a SELECT count(*): SQLITE_OK with the count in *n, or SQLite's error. */
+static int step_count(sqlite3_stmt *st, sqlite3_int64 *n) {
+  const int rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW)
+    return rc;
+  *n = sqlite3_column_int64(st, 0);
+  return SQLITE_OK;
+}
+
+static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identity *d,
+                      sqlite3_int64 id, const char *hash, uint64_t *out) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(sql, text, -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    if (d) {
+      sqlite3_bind_int64(st, 1, d->vendor_id);
+      sqlite3_bind_text(st, 2, d->vendor, -1, SQLITE_STATIC);
+      sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC);
+      sqlite3_bind_text(st, 4, d->driver_version, -1, SQLITE_STATIC);
+    } else {
+      sqlite3_bind_int64(st, 1, id);
+      sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    }
+    sqlite3_int64 n = 0;
+    rc = step_count(st, &n);
+    *out = (uint64_t)n;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_size) {
+  if (reason_size)
+    snprintf(reason, reason_size, "%s", db && db->skipped ? db->skipped_why : "");
+  return db ? db->skipped : 0;
+}
+
+clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
+                               uint64_t kernel_hash, clnorm_db_stale *out, char *err,
+                               size_t err_size) {
+  const clnorm_status st = check_null(db, device, out, "out", err, err_size);
+  if (st != CLNORM_OK)
+    return st;
+  memset(out, 0, sizeof *out);
+  char hash[17];
+  clnorm__db_hash_text(kernel_hash, hash);
+  sqlite3_int64 id = -1;
+  int rc = count_rows(db->sql,
+                      "SELECT count(*) FROM results r JOIN devices d ON d.id = r.device_id"
+                      " WHERE d.vendor_id = ?1 AND d.vendor = ?2 AND d.name = ?3"
+                      " AND d.driver_version <> ?4",
+                      device, 0, NULL, &out->driver_changed);
+  if (rc == SQLITE_OK)
+    rc = device_id(db, device, 0, &id);
+  if (rc == SQLITE_OK && id >= 0)
+    rc = count_rows(db->sql,
+                    "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> ?2", NULL,
+                    id, hash, &out->kernels_changed);
+  return rc == SQLITE_OK ? CLNORM_OK
+                         : clnorm__db_sql_error(db, rc, "counting stale results", err, err_size);
+}
+
+/* Whether the table `name` exists: a database of schema 2 or older has no heuristic and no
+ * copy_bandwidth table, and a reader never migrates. */
+static int has_table(sqlite3 *sql, const char *name, int *yes) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(sql,
+                              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
+                              " name = ?1",
+                              -1, &st, NULL);
+  *yes = 0;
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_int64 n = 0;
+    rc = step_count(st, &n);
+    *yes = n > 0;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
+                                        const uint64_t *kernel_hash, clnorm_db_row_fn fn,
+                                        void *user, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !fn)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  int present = 0;
+  int rc = has_table(db->sql, "heuristic", &present);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "reading the schema", err, err_size);
+  if (!present)
+    return CLNORM_OK;
+  sqlite3_int64 id = -1;
+  if (device) {
+    char reason[160];
+    if (!clnorm__db_device_valid(device, reason, sizeof reason))
+      return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+    if ((rc = device_id(db, device, 0, &id)) != SQLITE_OK)
+      return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
+    if (id < 0)
+      return CLNORM_OK;
+  }
+  char text[1024];
+  snprintf(text, sizeof text,
+           "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+           " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
+           " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+           ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
+           " r.clnorm_version FROM heuristic r JOIN devices d ON d.id = r.device_id"
+           " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class",
+           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "");
+  sqlite3_stmt *st = NULL;
+  char hash[17];
+  if ((rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st)) != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    clnorm_device_identity d;
+    clnorm_result r;
+    char reason[192];
+    if (read_row(st, &d, &r, reason, sizeof reason) && fn(user, &d, &r, 0)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE
+             ? CLNORM_OK
+             : clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
+}
+
+clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *device,
+                                   double *gbps, uint64_t *bytes, int64_t *measured_at, char *err,
+                                   size_t err_size) {
+  const clnorm_status bad = check_null(db, device, gbps, "gbps", err, err_size);
+  if (bad != CLNORM_OK)
+    return bad;
+  *gbps = NAN;
+  if (bytes)
+    *bytes = 0;
+  if (measured_at)
+    *measured_at = 0;
+  int present = 0;
+  sqlite3_int64 id = -1;
+  int rc = has_table(db->sql, "copy_bandwidth", &present);
+  if (rc == SQLITE_OK && present)
+    rc = device_id(db, device, 0, &id);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
+  if (!present || id < 0)
+    return CLNORM_OK;
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(
+      db->sql, "SELECT gbps, bytes, measured_at FROM copy_bandwidth WHERE device_id = ?1", -1, &st,
+      NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      const double v = column_double(st, 0);
+      *gbps = isfinite(v) && v > 0 ? v : NAN;
+      if (bytes)
+        *bytes = (uint64_t)(sqlite3_column_int64(st, 1) > 0 ? sqlite3_column_int64(st, 1) : 0);
+      if (measured_at)
+        *measured_at = sqlite3_column_int64(st, 2);
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_OK
+             ? CLNORM_OK
+             : clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
+}
+
+clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
+                                 void *user, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !fn)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(
+      db->sql,
+      "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+      " d.compute_units, d.max_clock_mhz, d.local_mem,"
+      " (SELECT count(*) FROM results r WHERE r.device_id = d.id),"
+      " (SELECT count(*) FROM results r WHERE r.device_id = d.id AND r.kernel_hash = ?1),"
+      " (SELECT count(*) FROM (SELECT DISTINCT op, dtype, cols, row_class FROM results r"
+      "  WHERE r.device_id = d.id AND r.kernel_hash = ?1 AND r.status = 'ok'"
+      "  AND r.median_s IS NOT NULL))"
+      " FROM devices d ORDER BY d.id",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
+  char hash[17];
+  clnorm__db_hash_text(kernel_hash, hash);
+  sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    clnorm_device_identity d;
+    clnorm_db_device_counts c;
+    uint64_t v[4];
+    memset(&d, 0, sizeof d);
+    memset(&c, 0, sizeof c);
+    if (!column_uint(st, 0, UINT32_MAX, &v[0]) || !column_text(st, 1, d.vendor, sizeof d.vendor) ||
+        !column_text(st, 2, d.name, sizeof d.name) ||
+        !column_text(st, 3, d.driver_version, sizeof d.driver_version) ||
+        !column_text(st, 4, d.cl_version, sizeof d.cl_version) ||
+        !column_uint(st, 5, UINT32_MAX, &v[1]) || !column_uint(st, 6, UINT32_MAX, &v[2]) ||
+        !column_uint(st, 7, INT64_MAX, &v[3]))
+      continue;
+    d.vendor_id = (cl_uint)v[0];
+    d.compute_units = (cl_uint)v[1];
+    d.max_clock_mhz = (cl_uint)v[2];
+    d.local_mem = (cl_ulong)v[3];
+    c.results = (uint64_t)sqlite3_column_int64(st, 8);
+    c.current = (uint64_t)sqlite3_column_int64(st, 9);
+    c.shapes = (uint64_t)sqlite3_column_int64(st, 10);
+    if (fn(user, &d, &c)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? CLNORM_OK
+                           : clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
+}
+
+clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity *devices,
+                                     size_t device_count, const clnorm_db_import_row *rows,
+                                     size_t row_count, size_t *imported, size_t *kept, char *err,
+                                     size_t err_size) {
+  sqlite3_int64 *ids = calloc(device_count ? device_count : 1, sizeof *ids);
+  if (!ids)
+    return clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "import: out of memory");
+  int rc = clnorm__db_begin_write(db->sql);
+  if (rc != SQLITE_OK) {
+    free(ids);
+    return clnorm__db_sql_error(db, rc, "starting a write transaction", err, err_size);
+  }
+  const clnorm_status lost = check_file(db, err, err_size);
+  if (lost != CLNORM_OK) {
+    clnorm__db_exec(db->sql, "ROLLBACK");
+    free(ids);
+    return lost;
+  }
+  const char *what = "storing the imported devices";
+  for (size_t i = 0; rc == SQLITE_OK && i < device_count; i++)
+    rc = device_id(db, &devices[i], 1, &ids[i]);
+  if (rc == SQLITE_OK)
+    what = "storing the imported results";
+  for (size_t i = 0; rc == SQLITE_OK && i < row_count; i++) {
+    sqlite3_stmt *st;
+    if ((rc = stmt(db, ST_IMPORT, &st)) != SQLITE_OK)
+      break;
+    bind_result(st, ids[rows[i].device], &rows[i].result);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+      if (sqlite3_changes(db->sql) > 0)
+        ++*imported;
+      else
+        ++*kept;
+    }
+  }
+  if (rc == SQLITE_OK) {
+    what = "committing the import";
+    rc = clnorm__db_exec(db->sql, "COMMIT");
+  }
+  free(ids);
+  if (rc != SQLITE_OK) {
+    const clnorm_status status = clnorm__db_sql_error(db, rc, what, err, err_size);
+    clnorm__db_exec(db->sql, "ROLLBACK");
+    db->cached = 0;
+    *imported = *kept = 0;
+    return status;
+  }
+  return CLNORM_OK;
+}

@@ -1,0 +1,362 @@
+/* What the files of normtune share: the options, the device session, a shape's data and buffers,
+ * a search, and the functions one file defines for the others (grouped by file). */
+#ifndef CLNORM_NORMTUNE_H
+#define CLNORM_NORMTUNE_H
+
+#include "db.h"
+#include "db_json.h"
+#include "doctor.h"
+#include "internal.h"
+#include "names.h"
+#include "ref.h"
+#include "report.h"
+#include "tool.h"
+#include "tool_access.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+#define EXIT_INTERRUPTED 130
+
+#define EXIT_DB 6 /* tune: storing failed (disk full, I/O error, the file replaced) */
+
+#define DTYPE_COUNT 3
+
+#define ALL_OPS ((1u << CLNORM_OP_COUNT) - 1u)
+
+#define ALL_DTYPES ((1u << DTYPE_COUNT) - 1u)
+
+#define NORM_OPS ((1u << CLNORM_OP_LAYERNORM) | (1u << CLNORM_OP_RMSNORM))
+
+#define MAX_GRID 64
+
+typedef struct options {
+  const char *device, *db, *strategy, *file, *out;
+  const char *c_table;  /* show --c-table KEY: lines for src/builtin_table.h */
+  unsigned ops, dtypes; /* bit 1 << op, 1 << dtype; 0: not given (each command has a default) */
+  size_t cols[64], ncols, rows[64], nrows;
+  size_t grid_rows[MAX_GRID], grid_cols[MAX_GRID], ngrid; /* bench --grid */
+  const char *grid;
+  double budget;      /* seconds; 0: none */
+  double fraction;    /* random / anneal: share of the candidates to evaluate */
+  unsigned long seed; /* random / anneal */
+  int json, quiet;
+  unsigned given; /* OPT_* bits of the options on the command line */
+} options;
+
+/* Every option, as a bit: each command says which it takes (command_options). */
+enum {
+  OPT_DEVICE = 1u << 0,
+  OPT_DB = 1u << 1,
+  OPT_OUT = 1u << 2,
+  OPT_STRATEGY = 1u << 3,
+  OPT_OPS = 1u << 4,
+  OPT_DTYPES = 1u << 5,
+  OPT_COLS = 1u << 6,
+  OPT_ROWS = 1u << 7,
+  OPT_GRID = 1u << 8,
+  OPT_C_TABLE = 1u << 9,
+  OPT_BUDGET = 1u << 10,
+  OPT_FRACTION = 1u << 11,
+  OPT_SEED = 1u << 12,
+  OPT_JSON = 1u << 13,
+  OPT_QUIET = 1u << 14,
+  OPT_FILE = 1u << 15, /* the FILE argument of export and import */
+};
+
+typedef struct session {
+  tool_device dev;
+  cl_context context;
+  cl_command_queue queue; /* profiling on: every timing */
+  cl_command_queue plain; /* profiling off, made on first use: bench's back-to-back wall time */
+  clnorm_ctx *ctx;
+  clnorm_device_identity identity;
+  uint64_t hash;
+  cl_ulong max_alloc, global_mem, cache;
+} session;
+
+#define VERIFY_ROWS 40 /* rows of the reduced verification shape, adversarial rows included */
+
+#define MAX_SETS 8 /* input/output sets rotated so large shapes are not timed from cache */
+
+#define POOL_SIZE 65536 /* normals drawn once to fill large matrices from; a power of 2 */
+
+/* The matrices of a call. */
+enum { MAT_X, MAT_Y, MAT_RES, MAT_SUM, MAT_DY, MATS };
+
+/* Inputs of one shape on the host, as the dtype's values held in floats: what the device gets
+ * and what the reference reads. */
+typedef struct host_data {
+  clnorm_dtype dtype;
+  size_t rows, cols;
+  float *x, *res, *dy; /* rows x cols, dense; res and dy NULL when not made */
+  float *gamma, *beta; /* cols */
+  float *mean, *rstd;  /* backward inputs: the float64 forward's statistics as float32 */
+  int stats;           /* which statistics mean/rstd hold: 0 none, 1 LayerNorm, 2 RMSNorm */
+} host_data;
+
+/* The worst errors of one checked run. */
+typedef struct errors {
+  double rel;       /* worst error relative to its scale (see check_rows): reported, stored */
+  double scaled;    /* worst error in units of its allowance: <= 1 passes */
+  const char *what; /* the output of the worst scaled error */
+} errors;
+
+/* The buffers of one call. */
+typedef struct operands {
+  size_t rows;
+  cl_mem mat[MATS];
+  cl_mem mean, rstd, dgamma, dbeta;
+} operands;
+
+typedef struct shape {
+  clnorm_op op;
+  clnorm_dtype dtype;
+  size_t rows, cols, es;
+  cl_mem gamma, beta;
+  /* the verification set (tune; bench without --grid): a reduced shape, adversarial rows */
+  host_data vdata;
+  operands vset;
+  /* the timing sets: own matrices, shared vectors */
+  size_t sets;
+  operands tset[MAX_SETS];
+} shape;
+
+typedef struct timing {
+  double median, min;
+  double own; /* median of the returned event's own start-to-end (see time_variant) */
+  int slow;
+} timing;
+
+typedef struct candidate {
+  clnorm_variant v;
+  int evaluated;
+  double median; /* INFINITY: failed, wrong or cut short */
+} candidate;
+
+typedef struct search {
+  session *s;
+  shape *sh;
+  clnorm_db *db;
+  candidate *c;
+  size_t n, evaluated, best;
+  double best_time;
+  const options *o;
+  double deadline; /* 0: none */
+  /* progress */
+  size_t shape_index, shape_count;
+  double run_start;
+  size_t total_evals;
+  size_t measured; /* candidates of this shape measured by this run (not read back) */
+  int tty;
+  const double *replay; /* strategies: times measured earlier, per candidate (no device work) */
+} search;
+
+/* Set by on_sigint: a run stops after the result in hand, which is stored. */
+extern volatile sig_atomic_t interrupted;
+/* The database tune writes, closed by die() before it exits. */
+extern clnorm_db *writing_db;
+/* normtune's usage text (normtune with no command, normtune help). */
+extern const char usage[];
+
+/* normtune.c */
+void on_sigint(int sig);
+void die(int code, const char *fmt, ...);
+
+/* normtune_options.c */
+const char *op_name(clnorm_op op);
+const char *dtype_name(clnorm_dtype d);
+void parse_options(int argc, char **argv, int first, options *o);
+/* Refuses an option the command does not take, saying why where the reason is another option. */
+void check_command_options(const char *cmd, const options *o);
+/* The most variants any op and dtype has on this device: room for one list. */
+size_t variant_capacity(const clnorm_ctx *ctx);
+typedef struct command_help command_help; /* one command's help text */
+const command_help *find_help(const char *cmd);
+const char *command_names(void);
+/* normtune help [CMD], normtune CMD --help. */
+int print_help(const char *cmd);
+
+/* normtune_session.c */
+void db_path(const options *o, char *buf, size_t size);
+/* Opens for writing; a corrupt, foreign-schema or newer file is moved aside and recreated. */
+clnorm_db *open_db_write(const char *path);
+/* Opens the database of --db (or the default) for reading, or exits saying why, then `hint`;
+ * its path into `path` when not NULL. */
+#define DB_PATH_MAX 4096
+clnorm_db *open_db_read(const options *o, const char *hint, char path[DB_PATH_MAX]);
+void session_open(const options *o, session *s);
+void session_close(session *s);
+clnorm_call call_of(const shape *sh, const operands *o);
+/* The call of timing set `set`. */
+clnorm_call shape_call(const shape *sh, size_t set);
+cl_mem make_buffer(session *s, size_t bytes, const void *host);
+void release(cl_mem m);
+void shape_free(shape *sh);
+/* Whether a shape's buffers fit the device (one timing set); else 0 with the reason in why. */
+int shape_fits(const session *s, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+               char *why, size_t why_size);
+/* Sets up a shape: timing sets from `data` (rows x cols inputs of op and dtype; NULL: made
+ * here), and with `with_vset` the verification set. 0 with a message in why when it does not
+ * fit the device (never silently) or memory runs out. */
+int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+               host_data *data, int with_vset, char *why, size_t why_size);
+/* Fills n elements of dtype with NaN, so that an element the kernel does not write fails. */
+cl_int poison(session *s, cl_mem buf, clnorm_dtype dtype, size_t n);
+/* Reads rows idx[0..n) (idx NULL: rows 0..n-1) of a rows x cols matrix of dtype into floats. */
+cl_int read_rows(session *s, cl_mem buf, clnorm_dtype dtype, size_t cols, const size_t *idx,
+                 size_t n, float *out);
+/* Rows idx[0..n) of a dense matrix (m NULL: NULL), as a new dense array; *fail on no memory. */
+float *gather(const float *m, size_t cols, const size_t *idx, size_t n, int *fail);
+
+/* normtune_measure.c */
+int uses_matrix(clnorm_op op, int m);
+int is_input(int m);
+int has_beta(clnorm_op op);
+int has_mean(clnorm_op op);
+void host_data_free(host_data *hd);
+/* Makes x (and residual and dy when asked), gamma and beta for rows x cols of dtype. gamma and
+ * beta depend on seed and cols alone. verification: every element drawn, adversarial rows
+ * (NaN and Inf rows only for forward ops: `special`); else pooled. 0 when out of memory. */
+int host_data_make(host_data *hd, clnorm_dtype dtype, size_t rows, size_t cols, int want_res,
+                   int want_dy, uint64_t seed, int verification, int special);
+/* The backward's inputs mean and rstd: the float64 forward reference of x (LayerNorm, or
+ * RMSNorm when rms) rounded to float32, in blocks of rows. 0 when out of memory. */
+int host_stats(host_data *hd, int rms);
+/* Runs v (NULL: the dispatcher's choice) on the buffers o with every output poisoned first,
+ * reads rows idx[0..n) (idx NULL: all) of the outputs back, and checks them (check_rows)
+ * against the reference of the same rows of `in`, the inputs o holds; dgamma and dbeta against
+ * the reference over all rows. adversarial: see check_rows. */
+clnorm_status run_checked(session *s, const shape *sh, const operands *o, const clnorm_variant *v,
+                          const host_data *in, const size_t *idx, size_t n, int adversarial,
+                          errors *e);
+/* Checks v on the verification set. */
+clnorm_status verify(session *s, shape *sh, const clnorm_variant *v, errors *e);
+/* Median of repeated runs, after warm-up, until the median settles (or 1 s, or 200 runs),
+ * rotating the input sets. Cut short when the first runs are more than 3x `best`. A run is timed
+ * from its first kernel's start to its last kernel's end (clnorm_run_span): a call may enqueue
+ * several kernels (backward: the row pass and the weight-gradient reduction; few long rows:
+ * split-row statistics, then the normalization), and a marker enqueued before the call would add
+ * its own gap (about 9 us on NVIDIA's OpenCL, as long as a whole kernel of 4M elements), which
+ * ranked noise. `own`: the last kernel's own start-to-end. */
+clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, double best,
+                           timing *out);
+/* Wall time per call of `calls` calls through the dispatcher enqueued back to back on a queue
+ * without profiling, then clFinish: what an application's stream of small calls costs, launch
+ * overhead included. Negative on failure. */
+double wall_per_call(session *s, shape *sh, size_t calls);
+void parallel_for(size_t n, void (*fn)(void *user, size_t i), void *user);
+/* Builds programs on every core before timing: compilers are slow (a third of a second per
+ * program on NVIDIA's), and one after another, building would be the bulk of a run. Item i is
+ * calls[i * call_step] with variants[i] (clnorm_variant_check), or with variants NULL the
+ * dispatcher's choice for it (clnorm_choose). */
+void build_all(clnorm_ctx *ctx, const clnorm_call *calls, size_t call_step,
+               const clnorm_variant *variants, size_t n);
+
+/* normtune_search.c */
+void progress(search *se, const char *last);
+/* Verifies and times r->variant on the search's shape (cut short at 3x best when best > 0):
+ * fills r's outcome and measures; e receives the errors of the check. */
+void measure(search *se, clnorm_result *r, double best, errors *e);
+/* Evaluates candidate i (once): from the database when already measured, else verified,
+ * timed and stored. Returns its median (INFINITY when it failed). */
+double evaluate(search *se, size_t i);
+int out_of_time(const search *se);
+/* Index of the candidate equal to v, or n. */
+size_t find_candidate(const search *se, const clnorm_variant *v);
+unsigned differences(const clnorm_variant *a, const clnorm_variant *b);
+void prebuild_all(search *se, const clnorm_call *call);
+/* The strategies, picked by name (--strategy): each starts from the heuristic's variant when it
+ * is a candidate (start < n), so the cut-short threshold is meaningful from the first
+ * evaluation, and evaluates `limit` candidates at most (exhaustive: all of them).
+ *   exhaustive  every candidate, built first on all cores (prebuild)
+ *   random      a random sample (--fraction, --seed)
+ *   anneal      simulated annealing over the parameter grid: a move changes one parameter; a
+ *               slower neighbour is accepted with probability exp(-(t_new / t_cur - 1) / T), T
+ *               falling from 0.2 to 0.005 over the evaluations; when every neighbour has been
+ *               seen, it jumps to a random unseen candidate */
+typedef struct strategy {
+  const char *name;
+  void (*run)(search *se, size_t start, size_t limit, clnorm_rng *rng);
+  int prebuild; /* builds every candidate first (prebuild_all) */
+  int sampled;  /* takes --fraction and --seed; normtune strategies compares these */
+} strategy;
+#define STRATEGIES 3
+extern const strategy strategies[STRATEGIES];
+/* The strategy named `name`, or NULL. */
+const strategy *find_strategy(const char *name);
+/* The confirmation round of a shape this run measured: the fastest CONFIRM_TOP candidates and
+ * the heuristic's (index h, when it ran) are timed again, CONFIRM_ROUNDS rounds in turn, so that
+ * a burst of other work on the machine during one candidate's timing does not crown it (on a
+ * shared CPU one variant's median moves by 10-20 % between runs). Each keeps the median of its
+ * timings, stored over its first result; the winner is the lowest. Skipped when nothing was
+ * measured (a resumed shape keeps what it had) or on Ctrl-C; not for an exhausted --budget:
+ * the shape whose search used the last of it is the one most likely to have a noisy winner
+ * (main.sh's 60 s run stored RMSNorm 256 x 65536 at 0.50 of copy over the heuristic's 0.84),
+ * and the round is bounded (at most 8 timings). */
+void confirm(search *se, size_t h);
+/* Stores what the heuristic's variant h (candidate `start`, or none when start is se->n) gives
+ * on the shape, for `normtune report`: the candidate's stored result when the search evaluated
+ * it, else a measurement made here (nothing when the run was interrupted first), which is
+ * stored as a result too, so that it competes for the winner: a short search that never met a
+ * variant as fast as the default must not store a slower one (main.sh's 60 s run on PoCL stored
+ * LayerNorm 256 x 65536 at 2.8 GB/s beside the heuristic's 14.1). Returns that median when it was
+ * measured here and "ok", else INFINITY. */
+double record_heuristic(search *se, const clnorm_variant *h, size_t start);
+/* Measures the device's copy bandwidth and stores it when it beats `before` (GB/s; 0: none yet),
+ * for `normtune report`: over four times the device's cache, kept within 64 to 256 MiB and what
+ * one buffer may hold. tune measures it at the start and again at the end, keeping the higher:
+ * on a shared machine one measurement can fall in a burst of other work. Returns the GB/s
+ * stored (before when the new figure is lower or not measured). */
+double record_copy(session *s, clnorm_db *db, double before);
+
+/* normtune_tune.c */
+/* The ops and dtypes of a mask, in enum order; returns how many. */
+/* The shapes a command covers: --ops, --dtypes, --cols and --rows where given, else the
+ * command's defaults (ops and dtypes: bit 1 << value). */
+typedef struct selection {
+  clnorm_op ops[CLNORM_OP_COUNT];
+  clnorm_dtype dtypes[DTYPE_COUNT];
+  size_t nops, ndtypes, ncols, nrows;
+  const size_t *cols, *rows;
+} selection;
+void select_shapes(const options *o, unsigned ops, unsigned dtypes, const size_t *cols,
+                   size_t ncols, const size_t *rows, size_t nrows, selection *sel);
+int cmd_tune(const options *o);
+int cmd_strategies(const options *o);
+
+/* normtune_db.c */
+int cmd_devices(const options *o);
+/* Writes v as a JSON number, or null when it is not finite. */
+/* JSON members ", \"key\": value": a number in `format` (null when not finite) or, where text is
+ * not NULL, a string. */
+typedef struct json_field {
+  const char *key, *format;
+  double number;
+  const char *text;
+} json_field;
+void json_fields(const json_field *fields, size_t n);
+void json_number(const char *format, double v);
+int cmd_show(const options *o);
+int cmd_export(const options *o);
+int cmd_import(const options *o);
+int cmd_report(const options *o);
+
+/* normtune_bench.c */
+int cmd_bench(const options *o);
+
+#endif

@@ -1,0 +1,367 @@
+/* The search over one shape's candidates: the strategies (picked from a table by name), the
+ * confirmation of the winner against the heuristic, and what a run records besides. */
+#define _POSIX_C_SOURCE 200809L
+#include "normtune.h"
+
+void progress(search *se, const char *last) {
+  if (se->o->quiet)
+    return;
+  char best[160] = "none yet";
+  if (se->best_time < INFINITY) {
+    const clnorm_call call = shape_call(se->sh, 0);
+    char text[128];
+    clnorm_variant_format(&se->c[se->best].v, text, sizeof text);
+    snprintf(best, sizeof best, "%.1f GB/s (%s)", tool_op_bytes(&call) / se->best_time / 1e9, text);
+  }
+  if (se->tty) {
+    const double elapsed = tool_now() - se->run_start;
+    const double per_shape = se->shape_index > 0 ? elapsed / (double)se->shape_index : 0.0;
+    double eta = per_shape * (double)(se->shape_count - se->shape_index);
+    if (se->deadline > 0 && se->deadline - tool_now() < eta)
+      eta = se->deadline - tool_now();
+    const int width = 24;
+    const int filled = (int)((double)width * (double)se->shape_index / (double)se->shape_count);
+    fprintf(stderr, "\r\033[K[%.*s%*s] shape %zu/%zu %s %s %zux%zu cand %zu/%zu best %s ETA %.0fs",
+            filled, "########################", width - filled, "", se->shape_index + 1,
+            se->shape_count, op_name(se->sh->op), dtype_name(se->sh->dtype), se->sh->rows,
+            se->sh->cols, se->evaluated, se->n, best, eta > 0 ? eta : 0.0);
+    fflush(stderr);
+  } else if (last) {
+    printf("%s\n", last);
+    fflush(stdout);
+  }
+}
+
+/* The key of variant v on the search's shape in r, every measure NaN. */
+static void result_key(const search *se, const clnorm_variant *v, clnorm_result *r) {
+  memset(r, 0, sizeof *r);
+  r->kernel_hash = se->s->hash;
+  r->op = se->sh->op;
+  r->dtype = se->sh->dtype;
+  r->cols = se->sh->cols;
+  r->rows = se->sh->rows;
+  r->row_class = clnorm__row_class(se->sh->rows);
+  r->variant = *v;
+  r->median_s = r->min_s = r->gbps = r->max_err = NAN;
+}
+
+void measure(search *se, clnorm_result *r, double best, errors *e) {
+  const clnorm_status st = verify(se->s, se->sh, &r->variant, e);
+  timing t = {NAN, NAN, NAN, 0};
+  if (st == CLNORM_E_BUILD)
+    r->outcome = CLNORM_OUTCOME_BUILD_FAILED;
+  else if (st != CLNORM_OK)
+    r->outcome = CLNORM_OUTCOME_UNSUPPORTED;
+  else if (!(e->scaled <= 1.0))
+    r->outcome = CLNORM_OUTCOME_WRONG;
+  else if (time_variant(se->s, se->sh, &r->variant, best, &t) != CLNORM_OK)
+    r->outcome = CLNORM_OUTCOME_UNSUPPORTED;
+  else
+    r->outcome = t.slow ? CLNORM_OUTCOME_SLOW : CLNORM_OUTCOME_OK;
+  r->max_err = st == CLNORM_OK && isfinite(e->rel) ? e->rel : NAN;
+  r->median_s = t.median;
+  r->min_s = t.min;
+  const clnorm_call call = shape_call(se->sh, 0);
+  r->gbps = r->outcome == CLNORM_OUTCOME_OK ? tool_op_bytes(&call) / t.median / 1e9 : NAN;
+}
+
+double evaluate(search *se, size_t i) {
+  candidate *c = &se->c[i];
+  if (c->evaluated)
+    return c->median;
+  c->evaluated = 1;
+  se->evaluated++;
+  se->total_evals++;
+  if (se->replay) {
+    c->median = se->replay[i];
+    if (c->median < se->best_time) {
+      se->best_time = c->median;
+      se->best = i;
+    }
+    return c->median;
+  }
+  clnorm_result r;
+  result_key(se, &c->v, &r);
+  char err[1024];
+  int found = 0;
+  clnorm_result stored;
+  if (clnorm__db_get(se->db, &se->s->identity, &r, &stored, &found, err, sizeof err) == CLNORM_OK &&
+      found) {
+    c->median = stored.outcome == CLNORM_OUTCOME_OK ? stored.median_s : INFINITY;
+  } else {
+    errors e;
+    measure(se, &r, se->best_time < INFINITY ? se->best_time : 0, &e);
+    se->measured++;
+    const timing t = {r.median_s, r.min_s, NAN, 0};
+    if (r.outcome == CLNORM_OUTCOME_WRONG) {
+      char text[128];
+      clnorm_variant_format(&c->v, text, sizeof text);
+      fprintf(stderr,
+              "%snormtune: %s gave a wrong result (%s: %.3g of its tolerance) on %s %s "
+              "%zu x %zu: recorded, never chosen\n",
+              se->tty ? "\n" : "", text, e.what, e.scaled, op_name(se->sh->op),
+              dtype_name(se->sh->dtype), se->sh->vset.rows, se->sh->cols);
+    }
+    if (clnorm__db_put(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)
+      die(EXIT_DB, "storing a result: %s; the same command resumes from what the database holds",
+          err);
+    c->median = r.outcome == CLNORM_OUTCOME_OK ? t.median : INFINITY;
+    if (!se->tty) {
+      char text[128], line[400];
+      clnorm_variant_format(&c->v, text, sizeof text);
+      snprintf(line, sizeof line, "%s %s %zux%zu %s: %s%s%.1f GB/s", op_name(se->sh->op),
+               dtype_name(se->sh->dtype), se->sh->rows, se->sh->cols, text,
+               clnorm__outcome_name(r.outcome), r.outcome == CLNORM_OUTCOME_OK ? " " : " (",
+               r.outcome == CLNORM_OUTCOME_OK ? r.gbps : 0.0);
+      if (r.outcome != CLNORM_OUTCOME_OK)
+        snprintf(line, sizeof line, "%s %s %zux%zu %s: %s", op_name(se->sh->op),
+                 dtype_name(se->sh->dtype), se->sh->rows, se->sh->cols, text,
+                 clnorm__outcome_name(r.outcome));
+      progress(se, line);
+    }
+  }
+  if (c->median < se->best_time) {
+    se->best_time = c->median;
+    se->best = i;
+  }
+  if (se->tty)
+    progress(se, NULL);
+  return c->median;
+}
+
+int out_of_time(const search *se) {
+  return interrupted || (se->deadline > 0 && tool_now() > se->deadline);
+}
+
+size_t find_candidate(const search *se, const clnorm_variant *v) {
+  for (size_t i = 0; i < se->n; i++)
+    if (memcmp(&se->c[i].v, v, sizeof *v) == 0)
+      return i;
+  return se->n;
+}
+
+unsigned differences(const clnorm_variant *a, const clnorm_variant *b) {
+  unsigned n = 0;
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++)
+    n += clnorm__variant_param(a, i) != clnorm__variant_param(b, i);
+  return n;
+}
+
+/* Build failures are simply remembered by the context and reported when evaluated. */
+void prebuild_all(search *se, const clnorm_call *call) {
+  clnorm_variant *v = malloc((se->n ? se->n : 1) * sizeof *v);
+  if (!v)
+    die(1, "out of memory");
+  for (size_t i = 0; i < se->n; i++)
+    v[i] = se->c[i].v;
+  build_all(se->s->ctx, call, 0, v, se->n);
+  free(v);
+}
+
+static void run_exhaustive(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+  (void)limit;
+  (void)rng;
+  if (start < se->n)
+    evaluate(se, start);
+  for (size_t i = 0; i < se->n && !out_of_time(se); i++)
+    evaluate(se, i);
+}
+
+static void shuffle(size_t *idx, size_t n, clnorm_rng *rng) {
+  for (size_t i = n; i > 1; i--) {
+    const size_t j = (size_t)(clnorm_rng_uniform(rng) * (double)i);
+    const size_t t = idx[i - 1];
+    idx[i - 1] = idx[j];
+    idx[j] = t;
+  }
+}
+
+static void run_random(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+  size_t *idx = malloc(se->n * sizeof *idx);
+  if (!idx)
+    die(1, "out of memory");
+  for (size_t i = 0; i < se->n; i++)
+    idx[i] = i;
+  shuffle(idx, se->n, rng);
+  if (start < se->n)
+    evaluate(se, start);
+  for (size_t k = 0; k < se->n && se->evaluated < limit && !out_of_time(se); k++)
+    evaluate(se, idx[k]);
+  free(idx);
+}
+
+static void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+  size_t *nb = malloc(se->n * sizeof *nb);
+  if (!nb)
+    die(1, "out of memory");
+  size_t cur = start < se->n ? start : (size_t)(clnorm_rng_uniform(rng) * (double)se->n);
+  double cur_t = evaluate(se, cur);
+  while (se->evaluated < limit && se->evaluated < se->n && !out_of_time(se)) {
+    size_t m = 0;
+    for (size_t i = 0; i < se->n; i++)
+      if (!se->c[i].evaluated && differences(&se->c[i].v, &se->c[cur].v) == 1)
+        nb[m++] = i;
+    if (m == 0) {
+      for (size_t i = 0; i < se->n; i++)
+        if (!se->c[i].evaluated)
+          nb[m++] = i;
+      if (m == 0)
+        break;
+    }
+    const size_t next = nb[(size_t)(clnorm_rng_uniform(rng) * (double)m)];
+    const double t = evaluate(se, next);
+    const double progress_share = (double)se->evaluated / (double)(limit ? limit : 1);
+    const double temperature = 0.2 * pow(0.025, progress_share);
+    if (t < cur_t ||
+        (isfinite(t) && clnorm_rng_uniform(rng) < exp(-(t / cur_t - 1.0) / temperature))) {
+      cur = next;
+      cur_t = t;
+    }
+    if (!isfinite(cur_t) && se->best_time < INFINITY) {
+      cur = se->best;
+      cur_t = se->best_time;
+    }
+  }
+  free(nb);
+}
+
+const strategy strategies[STRATEGIES] = {{"exhaustive", run_exhaustive, 1, 0},
+                                         {"random", run_random, 0, 1},
+                                         {"anneal", run_anneal, 0, 1}};
+
+const strategy *find_strategy(const char *name) {
+  for (int i = 0; i < STRATEGIES; i++)
+    if (strcmp(strategies[i].name, name) == 0)
+      return &strategies[i];
+  return NULL;
+}
+
+#define CONFIRM_TOP 3    /* the fastest candidates timed again, with the heuristic's */
+#define CONFIRM_ROUNDS 2 /* rounds over them, interleaved */
+
+void confirm(search *se, size_t h) {
+  if (se->measured == 0 || se->replay || interrupted)
+    return;
+  size_t pick[CONFIRM_TOP + 1], n = 0;
+  for (size_t i = 0; i < se->n; i++) {
+    if (!(se->c[i].median < INFINITY))
+      continue;
+    if (n < CONFIRM_TOP) {
+      pick[n++] = i;
+    } else if (se->c[i].median < se->c[pick[n - 1]].median) {
+      pick[n - 1] = i;
+    } else {
+      continue;
+    }
+    for (size_t k = n - 1; k > 0 && se->c[pick[k]].median < se->c[pick[k - 1]].median; k--) {
+      const size_t t = pick[k];
+      pick[k] = pick[k - 1];
+      pick[k - 1] = t;
+    }
+  }
+  if (h < se->n && se->c[h].median < INFINITY) {
+    int in = 0;
+    for (size_t k = 0; k < n; k++)
+      in |= pick[k] == h;
+    if (!in)
+      pick[n++] = h;
+  }
+  if (n < 2)
+    return;
+  double times[CONFIRM_TOP + 1][CONFIRM_ROUNDS + 1];
+  for (size_t k = 0; k < n; k++)
+    times[k][0] = se->c[pick[k]].median;
+  size_t rounds = 0;
+  for (; rounds < CONFIRM_ROUNDS && !interrupted; rounds++)
+    for (size_t k = 0; k < n; k++) {
+      timing t;
+      if (time_variant(se->s, se->sh, &se->c[pick[k]].v, 0, &t) != CLNORM_OK || !(t.median > 0))
+        return; /* leave every first result as it was */
+      times[k][rounds + 1] = t.median;
+    }
+  if (rounds == 0)
+    return;
+  char err[1024];
+  const clnorm_call call = shape_call(se->sh, 0);
+  for (size_t k = 0; k < n; k++) {
+    double *v = times[k];
+    const double median = tool_median(v, rounds + 1); /* sorts v: v[0] is the fastest */
+    clnorm_result r, stored;
+    int found = 0;
+    result_key(se, &se->c[pick[k]].v, &r);
+    if (clnorm__db_get(se->db, &se->s->identity, &r, &stored, &found, err, sizeof err) !=
+            CLNORM_OK ||
+        !found || stored.outcome != CLNORM_OUTCOME_OK)
+      continue;
+    stored.median_s = median;
+    stored.min_s = fmin(stored.min_s, v[0]);
+    stored.gbps = tool_op_bytes(&call) / median / 1e9;
+    if (clnorm__db_put(se->db, &se->s->identity, &stored, err, sizeof err) != CLNORM_OK)
+      die(EXIT_DB, "storing a result: %s; the same command resumes from what the database holds",
+          err);
+    se->c[pick[k]].median = median;
+  }
+  se->best_time = INFINITY;
+  for (size_t k = 0; k < n; k++)
+    if (se->c[pick[k]].median < se->best_time) {
+      se->best_time = se->c[pick[k]].median;
+      se->best = pick[k];
+    }
+}
+
+double record_heuristic(search *se, const clnorm_variant *h, size_t start) {
+  clnorm_result r;
+  char err[1024];
+  int found = 0;
+  result_key(se, h, &r);
+  if (start < se->n && !se->c[start].evaluated)
+    return INFINITY;
+  if (start < se->n) {
+    if (clnorm__db_get(se->db, &se->s->identity, &r, &r, &found, err, sizeof err) != CLNORM_OK ||
+        !found)
+      return INFINITY;
+  } else {
+    if (interrupted)
+      return INFINITY;
+    if (clnorm__db_get(se->db, &se->s->identity, &r, &r, &found, err, sizeof err) != CLNORM_OK ||
+        !found) {
+      errors e;
+      measure(se, &r, 0, &e);
+      if (clnorm__db_put(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)
+        die(EXIT_DB, "storing the heuristic's result: %s", err);
+      if (!se->tty) {
+        char text[128];
+        clnorm_variant_format(h, text, sizeof text);
+        printf("%s %s %zux%zu %s: %s %.1f GB/s (the heuristic's variant)\n", op_name(se->sh->op),
+               dtype_name(se->sh->dtype), se->sh->rows, se->sh->cols, text,
+               clnorm__outcome_name(r.outcome), r.outcome == CLNORM_OUTCOME_OK ? r.gbps : 0.0);
+      }
+    }
+  }
+  if (clnorm__db_put_heuristic(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB, "storing the heuristic's result: %s", err);
+  return start >= se->n && r.outcome == CLNORM_OUTCOME_OK ? r.median_s : INFINITY;
+}
+
+double record_copy(session *s, clnorm_db *db, double before) {
+  char err[1024];
+  double bytes = fmax(64.0 * 1048576.0, 4.0 * (double)s->cache);
+  bytes = fmin(bytes, 256.0 * 1048576.0);
+  bytes = fmin(bytes, (double)s->max_alloc / 2.0);
+  const size_t size = (size_t)bytes & ~(size_t)15;
+  const double gbps = tool_copy_gbps(s->context, s->queue, s->dev.device, size,
+                                     clnorm__ctx_stream_stores(s->ctx), NULL, err, sizeof err);
+  if (!(gbps > 0)) {
+    if (before == 0)
+      fprintf(stderr,
+              "normtune: the copy bandwidth was not measured (%s): `normtune report` will "
+              "draw no copy line for this device\n",
+              err);
+    return before;
+  }
+  if (gbps <= before)
+    return before;
+  if (clnorm__db_put_copy(db, &s->identity, gbps, size, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB, "storing the copy bandwidth: %s", err);
+  return gbps;
+}
