@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const statements[ST_COUNT] = {
     [ST_FIND_DEVICE] = "SELECT id FROM devices WHERE vendor_id = ?1 AND vendor = ?2 AND name = ?3"
