@@ -16,6 +16,11 @@
 #endif
 
 #if !SPLIT
+/* With HOLD > 0 the slot's dgamma and dbeta sums of its columns stay in registers (HOLD vectors
+ * each); the row itself (x, dy, gamma) is held too where that adds at most 32 floats a work-item
+ * (BWD_HELD), else read again from the cache for the output (the sums and the row together would
+ * spill). */
+#define BWD_HELD (HOLD > 0 && HOLD * VEC <= 32)
 #if VEC == 1
 #define PLOAD(p, i) ((p)[(i)])
 #define PSTORE(p, i, v) ((p)[(i)] = (v))
@@ -32,7 +37,7 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
          const ulong dx_stride, __global float *partial, const ulong rows, const uint cols,
          const uint flags, const uint groups) {
 #if TPR > 1
-  __local float scratch[WG];
+  __local float scratch[2 * WG];
 #else
   __local float *scratch = 0;
 #endif
@@ -46,13 +51,15 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
   const ulong blocks = (rows + RPG - 1) / RPG;
   const bool has_gamma = (flags & HAS_GAMMA) != 0;
   const bool want_w = (flags & (HAS_DGAMMA | HAS_DBETA)) != 0;
+  /* RMSNorm has no dbeta: its partial rows are neither written nor read */
+  const bool want_b = !RMS && (flags & HAS_DBETA) != 0;
   const uint nvec_all = cols / VEC;
   /* This slot's partial rows: dgamma's, then dbeta's groups * RPG rows further on. */
   const ulong parts = (ulong)groups * RPG;
   __global float *pg = partial + ((ulong)get_group_id(0) * RPG + slot) * cols;
   __global float *pb = pg + parts * cols;
 #if HOLD > 0
-  floatv held_dy[HOLD], acc_g[HOLD], acc_b[HOLD];
+  floatv acc_g[HOLD], acc_b[HOLD];
   for (uint k = 0; k < HOLD; k++) {
     acc_g[k] = 0.0f;
     acc_b[k] = 0.0f;
@@ -61,17 +68,16 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
   if (want_w)
     FOR_VECS(i, k, nvec_all) {
       PSTORE(pg, i, (floatv)0.0f);
-      PSTORE(pb, i, (floatv)0.0f);
+      if (want_b)
+        PSTORE(pb, i, (floatv)0.0f);
     }
 #endif
   if (want_w)
     for (uint i = nvec_all * VEC + lane; i < cols; i += TPR) {
       pg[i] = 0.0f;
-      pb[i] = 0.0f;
+      if (want_b)
+        pb[i] = 0.0f;
     }
-#if HOLD > 0
-  floatv held[HOLD];
-#endif
 
   for (ulong b = get_group_id(0); b < blocks; b += groups) {
     const ulong row = b * RPG + slot;
@@ -91,15 +97,28 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
 
     /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy */
     floatv a1 = 0.0f, a2 = 0.0f;
-    FOR_VECS(i, k, nvec) {
-      const floatv xv = LOADV(xr, i);
-      const floatv dv = LOADV(dyr, i);
-#if HOLD > 0
-      held[k] = xv;
-      held_dy[k] = dv;
+#if BWD_HELD
+    /* The work-item's vectors of x, dy and gamma, every load issued before any is used (as the
+     * forward's HELD_DECL: NVIDIA's compiler otherwise waits for each behind its own branch), and
+     * kept as loaded (16-bit pairs under RAW16: half the registers of floats). */
+    rawv hx[HOLD], hd[HOLD], hg[HOLD];
+    for (uint k = 0, i = lane; k < HOLD; k++, i += TPR) {
+      hx[k] = i < nvec ? LOADR(xr, i) : (rawv)(0);
+      hd[k] = i < nvec ? LOADR(dyr, i) : (rawv)(0);
+      hg[k] = has_gamma && i < nvec ? LOADR(gamma, i) : (rawv)(0);
+    }
+#define BWD_X(i, k) UNRAW(hx[(k)])
+#define BWD_DY(i, k) UNRAW(hd[(k)])
+#define BWD_G(i, k) UNRAW(hg[(k)])
+#else
+#define BWD_X(i, k) LOADV(xr, (i))
+#define BWD_DY(i, k) LOADV(dyr, (i))
+#define BWD_G(i, k) LOADV(gamma, (i))
 #endif
-      const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
-      a1 += g * ((xv - mean) * rstd);
+    FOR_VECS(i, k, nvec) {
+      const floatv dv = BWD_DY(i, k);
+      const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
+      a1 += g * ((BWD_X(i, k) - mean) * rstd);
       a2 += g;
     }
     float s1 = HSUM(a1), s2 = HSUM(a2);
@@ -109,12 +128,13 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       s1 += g * ((LOAD1(xr, i) - mean) * rstd);
       s2 += g;
     }
-    const float c1 = row_sum(s1, scratch) / (float)cols;
 #if RMS
+    const float c1 = row_sum(s1, scratch) / (float)cols;
     const float c2 = 0.0f;
     (void)s2;
 #else
-    const float c2 = row_sum(s2, scratch) / (float)cols;
+    const float2 sums = row_sum2((float2)(s1, s2), scratch);
+    const float c1 = sums.x / (float)cols, c2 = sums.y / (float)cols;
 #endif
     if (!active)
       continue;
@@ -135,27 +155,34 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     __global stype *const dxo = dxr + head;
     FOR_VECS(i, k, nvo) {
 #if HOLD > 0
-      const floatv xv = held[k];
-      const floatv dv = held_dy[k];
+      const floatv xv = BWD_X(i, k);
+      const floatv dv = BWD_DY(i, k);
+      const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
 #else
       const floatv xv = LOADV(xo, i);
       const floatv dv = LOADV(dyo, i);
+      const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
 #endif
       const floatv xhat = (xv - mean) * rstd;
-      const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
       PREFETCH_V(xn, i);
       PREFETCH_V(dyn, i);
       STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
       if (want_w) {
 #if HOLD > 0
         acc_g[k] += dv * xhat;
+#if !RMS
         acc_b[k] += dv;
+#endif
 #else
         PSTORE(pg + head, i, PLOAD(pg + head, i) + dv * xhat);
-        PSTORE(pb + head, i, PLOAD(pb + head, i) + dv);
+        if (want_b)
+          PSTORE(pb + head, i, PLOAD(pb + head, i) + dv);
 #endif
       }
     }
+#undef BWD_X
+#undef BWD_DY
+#undef BWD_G
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
       const float dv = LOAD1(dyr, i);
@@ -164,7 +191,8 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       STORE1(dxr, i, rstd * (g - c2 - xhat * c1));
       if (want_w) {
         pg[i] += dv * xhat;
-        pb[i] += dv;
+        if (want_b)
+          pb[i] += dv;
       }
     }
   }
@@ -172,43 +200,79 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
   if (want_w)
     FOR_VECS(i, k, nvec_all) {
       PSTORE(pg, i, acc_g[k]);
-      PSTORE(pb, i, acc_b[k]);
+      if (want_b)
+        PSTORE(pb, i, acc_b[k]);
     }
 #endif
 }
 
-/* dgamma and dbeta: column c is the sum of the `parts` partial rows in order 0, 1, ... Each
- * work-item takes RVEC adjacent columns (RVEC: 1 on GPUs, where adjacent work-items read adjacent
- * floats; 16 on CPUs, one 64-byte line per partial row and one vector add). */
+/* dgamma and dbeta: column c is the sum of the `parts` partial rows, in an order fixed by `parts`
+ * alone (the same bits on every run and every device).
+ * RVEC == 1 (GPUs): a group of up to 256 work-items takes RCOLS adjacent columns (32 bytes of each
+ * partial row, a whole memory sector) and splits the partial rows among lanes = local size / RCOLS:
+ * lane l adds rows l, l + lanes, ... in order; then lane 0 adds the lanes' sums in order 0, 1, ....
+ * One column per work-item over every partial row kept a few hundred work-items busy on a device
+ * of thousands, each with a long chain of loads.
+ * RVEC == 16 (CPUs): a work-item takes 16 adjacent columns (one 64-byte line of each partial row
+ * and one vector add) and adds the partial rows in order 0, 1, .... */
 #ifndef RVEC
 #define RVEC 1
 #endif
 #if RVEC == 1
-typedef float floatr;
-#define RLOAD(p, i) ((p)[(i)])
-#define RGET(v, j) (v)
+#define RCOLS 8
+#define RWG_MAX 256
+__kernel void bwd_reduce(__global const float *partial, const uint parts, const uint cols,
+                         __global stype *dgamma, __global stype *dbeta, const uint flags) {
+  __local float sum_g[RWG_MAX], sum_b[RWG_MAX];
+  __global const float *pb = partial + (ulong)parts * cols;
+  const uint lid = get_local_id(0);
+  const uint lanes = (uint)get_local_size(0) / RCOLS;
+  const uint col = lid % RCOLS, lane = lid / RCOLS;
+  const uint tiles = (cols + RCOLS - 1) / RCOLS;
+  const bool want_b = (flags & HAS_DBETA) != 0; /* the kernel wrote no dbeta partials without */
+  for (uint t = get_group_id(0); t < tiles; t += get_num_groups(0)) {
+    const uint c = t * RCOLS + col;
+    float g = 0.0f, b = 0.0f;
+    if (c < cols && lane < lanes)
+      for (uint p = lane; p < parts; p += lanes) {
+        g += partial[(ulong)p * cols + c];
+        if (want_b)
+          b += pb[(ulong)p * cols + c];
+      }
+    sum_g[lid] = g;
+    sum_b[lid] = b;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && c < cols) {
+      for (uint l = 1; l < lanes; l++) {
+        g += sum_g[l * RCOLS + col];
+        b += sum_b[l * RCOLS + col];
+      }
+      if (flags & HAS_DGAMMA)
+        STORE1(dgamma, c, g);
+      if (flags & HAS_DBETA)
+        STORE1(dbeta, c, b);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
 #elif RVEC == 16
-typedef float16 floatr;
-#define RLOAD(p, i) vload16((i), (p))
-#define RGET(v, j) ((float *)&(v))[(j)]
-#else
-#error "RVEC must be 1 or 16"
-#endif
 __kernel void bwd_reduce(__global const float *partial, const uint parts, const uint cols,
                          __global stype *dgamma, __global stype *dbeta, const uint flags) {
   __global const float *pb = partial + (ulong)parts * cols;
   const uint chunks = cols / RVEC;
+  const bool want_b = (flags & HAS_DBETA) != 0; /* the kernel wrote no dbeta partials without */
   for (uint c = get_global_id(0); c < chunks; c += get_global_size(0)) {
-    floatr g = 0.0f, b = 0.0f;
+    float16 g = 0.0f, b = 0.0f;
     for (uint p = 0; p < parts; p++) {
-      g += RLOAD(partial + (ulong)p * cols, c);
-      b += RLOAD(pb + (ulong)p * cols, c);
+      g += vload16(c, partial + (ulong)p * cols);
+      if (want_b)
+        b += vload16(c, pb + (ulong)p * cols);
     }
     for (uint j = 0; j < RVEC; j++) {
       if (flags & HAS_DGAMMA)
-        STORE1(dgamma, c * RVEC + j, RGET(g, j));
+        STORE1(dgamma, c * RVEC + j, ((float *)&g)[j]);
       if (flags & HAS_DBETA)
-        STORE1(dbeta, c * RVEC + j, RGET(b, j));
+        STORE1(dbeta, c * RVEC + j, ((float *)&b)[j]);
     }
   }
   /* the columns past the last whole chunk, one per work-item */
@@ -216,7 +280,8 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
     float g = 0.0f, b = 0.0f;
     for (uint p = 0; p < parts; p++) {
       g += partial[(ulong)p * cols + c];
-      b += pb[(ulong)p * cols + c];
+      if (want_b)
+        b += pb[(ulong)p * cols + c];
     }
     if (flags & HAS_DGAMMA)
       STORE1(dgamma, c, g);
@@ -224,6 +289,9 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
       STORE1(dbeta, c, b);
   }
 }
+#else
+#error "RVEC must be 1 or 16"
+#endif
 #endif /* !SPLIT */
 
 #if SPLIT
@@ -245,6 +313,9 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
  * elements of a row at a time: runs of 4 KiB a row for one work-item per group (a CPU). */
 #define TILE_RAW (1024 / (WG * VEC))
 #define TILE (TILE_RAW < 1 ? 1 : TILE_RAW > 64 ? 64 : TILE_RAW)
+/* rows whose loads bwd_split issues together: 8 vectors a work-item at most (1 on a CPU, whose
+ * tiles are long) */
+#define RB (TILE >= 8 ? 1 : 8 / TILE)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
@@ -364,35 +435,49 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       acc_g[k] = 0.0f;
       acc_b[k] = 0.0f;
     }
-    for (ulong r = 0; r < rows; r++) {
-      const float2 c = row_consts(partial, r, splits, cols);
+    /* RB rows at a time, all their loads issued before any is used: one work-item per vector of
+     * the tile (a GPU) otherwise waited a memory latency per row (H100, LayerNorm 256 x 65536). */
+    for (ulong r0 = 0; r0 < rows; r0 += RB) {
+      floatv xs[RB][TILE], ds[RB][TILE];
+      for (uint q = 0; q < RB; q++) {
+        const ulong r = r0 + q < rows ? r0 + q : r0; /* past the end: row r0 again, unused */
+        for (uint k = 0; k < TILE; k++) {
+          const uint i = first + k * WG;
+          xs[q][k] = i < nvec ? LOADV(x + x_off + r * x_stride, i) : (floatv)0.0f;
+          ds[q][k] = i < nvec ? LOADV(dy + dy_off + r * dy_stride, i) : (floatv)0.0f;
+        }
+      }
+      for (uint q = 0; q < RB && r0 + q < rows; q++) {
+        const ulong r = r0 + q;
+        const float2 c = row_consts(partial, r, splits, cols);
 #if RMS
-      const float mean = 0.0f;
+        const float mean = 0.0f;
 #else
-      const float mean = mean_in[r];
+        const float mean = mean_in[r];
 #endif
-      const float rstd = rstd_in[r];
-      __global const stype *xr = x + x_off + r * x_stride;
-      __global const stype *dyr = dy + dy_off + r * dy_stride;
-      __global stype *dxr = dx + dx_off + r * dx_stride;
-      /* the next row's part of the tile, while this one is written (CPUs, PREFETCH) */
-      __global const stype *xn = NEXT_ROW(xr + (size_t)first * VEC, x_stride, r + 1 < rows,
-                                          per_tile * VEC);
-      __global const stype *dyn = NEXT_ROW(dyr + (size_t)first * VEC, dy_stride, r + 1 < rows,
-                                           per_tile * VEC);
-      /* Every element is read before it is written, by the same work-item: dx may be dy or x. */
-      for (uint k = 0; k < TILE; k++) {
-        const uint i = first + k * WG;
-        if (i < nvec) {
-          const floatv xv = LOADV(xr, i);
-          const floatv dv = LOADV(dyr, i);
-          const floatv xhat = (xv - mean) * rstd;
-          const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
-          PREFETCH_V(xn, k);
-          PREFETCH_V(dyn, k);
-          STOREV(dxr, i, rstd * (g - c.y - xhat * c.x));
-          acc_g[k] += dv * xhat;
-          acc_b[k] += dv;
+        const float rstd = rstd_in[r];
+        __global const stype *xr = x + x_off + r * x_stride;
+        __global const stype *dyr = dy + dy_off + r * dy_stride;
+        __global stype *dxr = dx + dx_off + r * dx_stride;
+        /* the next row's part of the tile, while this one is written (CPUs, PREFETCH) */
+        __global const stype *xn = NEXT_ROW(xr + (size_t)first * VEC, x_stride, r + 1 < rows,
+                                            per_tile * VEC);
+        __global const stype *dyn = NEXT_ROW(dyr + (size_t)first * VEC, dy_stride, r + 1 < rows,
+                                             per_tile * VEC);
+        /* Every element is read before it is written, by the same work-item: dx may be dy or x. */
+        for (uint k = 0; k < TILE; k++) {
+          const uint i = first + k * WG;
+          if (i < nvec) {
+            const floatv xv = xs[q][k];
+            const floatv dv = ds[q][k];
+            const floatv xhat = (xv - mean) * rstd;
+            const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+            PREFETCH_V(xn, k);
+            PREFETCH_V(dyn, k);
+            STOREV(dxr, i, rstd * (g - c.y - xhat * c.x));
+            acc_g[k] += dv * xhat;
+            acc_b[k] += dv;
+          }
         }
       }
     }

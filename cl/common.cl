@@ -535,6 +535,68 @@ inline float row_sum(float v, __local float *scratch) {
 #endif
 }
 
+/* row_sum of two values at once (one set of barriers for both); same rules as row_sum.
+ * `scratch` holds 2 * WG floats. */
+inline float2 row_sum2(float2 v, __local float *scratch) {
+#if TPR == 1
+  return v;
+#else
+  const uint lid = get_local_id(0);
+  const uint lane = lid % TPR;
+  const uint base = lid - lane;
+#if REDUCE == 2
+  for (uint m = (TPR < WARP ? TPR : WARP) / 2; m > 0; m >>= 1) {
+    v.x += shfl_xor(v.x, m);
+    v.y += shfl_xor(v.y, m);
+  }
+#if TPR > WARP
+  if (lid % WARP == 0) {
+    scratch[2 * (lid / WARP)] = v.x;
+    scratch[2 * (lid / WARP) + 1] = v.y;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  v = 0.0f;
+  for (uint w = 0; w < TPR / WARP; w++) {
+    v.x += scratch[2 * (base / WARP + w)];
+    v.y += scratch[2 * (base / WARP + w) + 1];
+  }
+  barrier(ROW_DONE_FENCE);
+#endif
+  return v;
+#elif REDUCE == 1 /* one row per group (TPR == WG), any sub-group size */
+  v.x = sub_group_reduce_add(v.x);
+  v.y = sub_group_reduce_add(v.y);
+  if (get_sub_group_local_id() == 0) {
+    scratch[2 * get_sub_group_id()] = v.x;
+    scratch[2 * get_sub_group_id() + 1] = v.y;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  v = 0.0f;
+  const uint groups = get_num_sub_groups();
+  for (uint s = 0; s < groups; s++) {
+    v.x += scratch[2 * s];
+    v.y += scratch[2 * s + 1];
+  }
+  barrier(ROW_DONE_FENCE);
+  return v;
+#else
+  scratch[2 * lid] = v.x;
+  scratch[2 * lid + 1] = v.y;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = TPR / 2; s > 0; s >>= 1) {
+    if (lane < s) {
+      scratch[2 * lid] += scratch[2 * (lid + s)];
+      scratch[2 * lid + 1] += scratch[2 * (lid + s) + 1];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  v = (float2)(scratch[2 * base], scratch[2 * base + 1]);
+  barrier(ROW_DONE_FENCE);
+  return v;
+#endif
+#endif
+}
+
 /* Chan merge of the partial statistics of the row's TPR work-items; same rules as row_sum.
  * `scratch` holds 3 * WG floats. */
 inline stats_t row_stats(stats_t s, __local float *scratch) {

@@ -97,6 +97,9 @@ if [ "${PEER:-1}" != 0 ] && [ "$shapes" != - ]; then
   peer=("$root/scripts/peer_torch.py")
   [ "${PEER:-1}" = cpu ] && peer=("$root/scripts/peer_cpu.py" --threads "$(nproc)")
   echo "== PyTorch peer (${peer[*]}): shapes $shapes, dtypes $dtypes" >&2
+  # the ops PyTorch has (peer_torch.py: layernorm, rmsnorm and their backward; no fused add)
+  [ "${PEER:-1}" = cpu ] || peer+=(--ops "$(echo "${CLNORM_BENCH_OPS:-layernorm,rmsnorm,layernorm_bwd,rmsnorm_bwd}" |
+                                    sed 's/\ball\b/layernorm,rmsnorm,layernorm_bwd,rmsnorm_bwd/')")
   if PYTHONUNBUFFERED=1 python3 "${peer[@]}" --shapes "$shapes" --dtypes "$dtypes" \
        >"$out/torch.json" 2> >(tee "$out/torch.log" >&2); then
     torch_json=$out/torch.json

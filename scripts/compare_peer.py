@@ -12,7 +12,7 @@ dtype, over the shapes that passed the check and have both figures.
 Every GB/s column uses clnorm's byte count for the op (each input read once, each output written
 once: x, y, gamma, beta, mean, rstd for LayerNorm), so the columns compare as the times do;
 peer_torch.py's own figure (x and y only) is kept as peer_gbps in the combined JSON. PyTorch has
-no fused residual-add or backward entry point in peer_torch.py: those rows have no peer.
+no fused residual-add in peer_torch.py (those rows have no peer); its backward rows are eager only.
 
 Writes the combined JSON (every clnorm line with its peers, and the geometric means) to
 COMBINED_JSON, by default combined.json beside CLNORM_JSON."""

@@ -68,14 +68,16 @@ for name in sorted(os.listdir(cache)):
     data = open(os.path.join(cache, name), "rb").read()
     if len(data) < 32 or data[:7] != b"CLNMBIN":
         continue
-    key_len, payload_len = struct.unpack_from("<IQ", data, 12)
-    key = data[32:32 + key_len].decode("utf-8", "replace")
-    ptx = data[32 + key_len:32 + key_len + payload_len].rstrip(b"\0").decode("utf-8", "replace")
+    version, key_len, payload_len = struct.unpack_from("<IIQ", data, 8)
+    head = 32 if version == 1 else 40  # src/bincache.c: format 2 adds the key's hash
+    key = data[head:head + key_len].decode("utf-8", "replace")
+    ptx = data[head + key_len:head + key_len + payload_len].rstrip(b"\0").decode("utf-8", "replace")
     opts = " ".join(o for o in re.findall(r"-D(?:WG|TPR|VEC|HOLD|REDUCE|STATS|SPLIT|RAW16|PTX)=\d+", key))
     path = os.path.join(ptxdir, "%s-%s-%s-%s.ptx" % (op, dt, shape, name[:12]))
     open(path, "w").write(ptx)
     p = subprocess.run([ptxas, "-arch=" + arch, "-v", path, "-o", os.devnull],
                        capture_output=True, text=True)
+    open(path[:-4] + ".ptxas.txt", "w").write(p.stdout + p.stderr)  # ptxas -v's own words
     regs = ",".join(re.findall(r"Used (\d+) registers", p.stderr)) or "?"
     spills = ",".join("%s/%s" % m for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)) or "?"
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (op, dt, shape, opts, widths(ptx, "ld"),

@@ -29,6 +29,14 @@ static int env_switch(const char *name, int dflt) {
   return v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) ? v[0] == '1' : dflt;
 }
 
+/* A count from 1 to 64 in the environment, else 0. */
+static unsigned env_count(const char *name) {
+  const char *v = getenv(name);
+  char *end;
+  const long n = v ? strtol(v, &end, 10) : 0;
+  return v && *v && *end == '\0' && n >= 1 && n <= 64 ? (unsigned)n : 0;
+}
+
 /* The row buffers' budget per work-group: 2 MiB, or a quarter of a thread's stack where that is
  * less (PoCL runs a group on a thread whose stack glibc sizes from the stack limit; unlimited:
  * the 2 MiB). */
@@ -98,6 +106,12 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->prefetch = env_switch("CLNORM_PREFETCH", pocl_cpu);
   info->hw_half = env_switch("CLNORM_HW_HALF", pocl_cpu);
   info->raw16 = env_switch("CLNORM_RAW16", info->is_nvidia);
+  info->bwd_groups_per_cu = env_count("CLNORM_BWD_GROUPS_PER_CU");
+  const char *rvec = getenv("CLNORM_REDUCE_VEC");
+  info->reduce_vec = rvec && strcmp(rvec, "1") == 0     ? 1
+                     : rvec && strcmp(rvec, "16") == 0  ? 16
+                     : (info->type & CL_DEVICE_TYPE_CPU) ? 16
+                                                         : 1;
   info->no_warnings = pocl_cpu;
   info->unaligned = env_switch("CLNORM_UNALIGNED", (info->type & CL_DEVICE_TYPE_CPU) != 0);
   info->rbuf_bytes = env_switch("CLNORM_ROW_BUFFER", pocl_cpu) ? row_buffer_budget() : 0;
@@ -168,6 +182,7 @@ void clnorm_ctx_destroy(clnorm_ctx *ctx) {
   clnorm__programs_free(ctx);
   clnorm__tuning_free(ctx);
   clnorm__bincache_free(ctx);
+  clnorm__scratch_free(ctx);
   clnorm__cond_destroy(&ctx->built);
   clnorm__mutex_destroy(&ctx->lock);
   clReleaseDevice(ctx->device);

@@ -73,12 +73,17 @@ typedef struct clnorm_device_info {
    * over its work-group size (clnorm__row_buffer). PoCL's CPU device: 2 MiB, or a quarter of the
    * stack limit where that is less; 0 everywhere else. CLNORM_ROW_BUFFER=0/1 overrides. */
   size_t rbuf_bytes;
+  /* The backward kernel's persistent grid on a GPU, in groups per compute unit: 0 for the rule of
+   * clnorm__bwd_groups (src/launch.c). CLNORM_BWD_GROUPS_PER_CU=1..64 sets it (measurements). */
+  unsigned bwd_groups_per_cu;
+  unsigned reduce_vec; /* clnorm__reduce_vec */
 } clnorm_device_info;
 
 /* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
- * vector add), 1 on GPUs (adjacent work-items read adjacent floats). */
+ * vector add), 1 on GPUs (groups of lanes over the partial rows, cl/backward.cl).
+ * CLNORM_REDUCE_VEC=1/16 overrides (the tests run the GPU's on PoCL). */
 static inline unsigned clnorm__reduce_vec(const clnorm_device_info *info) {
-  return (info->type & CL_DEVICE_TYPE_CPU) ? 16u : 1u;
+  return info->reduce_vec;
 }
 
 /* A built program and its kernel objects. A cl_kernel's arguments are not thread-safe, so a
@@ -148,6 +153,16 @@ typedef struct clnorm_unusable {
   cl_int err;   /* the launch's error, for the log */
 } clnorm_unusable;
 
+/* A scratch buffer the context keeps for one in-order command queue (src/scratch.c). */
+#define CLNORM_SCRATCH_SLOTS 8
+typedef struct clnorm_scratch {
+  cl_command_queue queue; /* retained; NULL: a free slot */
+  cl_mem mem;
+  size_t bytes;
+  uint64_t last_use; /* ctx->scratch_tick when last taken: the oldest idle slot is reused */
+  int busy;          /* a call is enqueueing with it */
+} clnorm_scratch;
+
 struct clnorm_ctx {
   cl_context context;
   cl_device_id device;
@@ -168,6 +183,8 @@ struct clnorm_ctx {
   _Atomic size_t unusable_count;             /* read without the lock while it is 0 */
   int faults_armed;                          /* any fault pending: read without the lock */
   clnorm_fault faults[CLNORM_FAULT_KINDS];   /* under lock */
+  clnorm_scratch scratch[CLNORM_SCRATCH_SLOTS]; /* under lock */
+  uint64_t scratch_tick;
 };
 
 /* status.c: the thread's error message for a context. */
@@ -337,6 +354,15 @@ uint64_t clnorm__kernel_hash(void);
 int clnorm__bincache_path(char *dir, size_t size, char *why, size_t why_size);
 void clnorm__bincache_init(clnorm_ctx *ctx);
 void clnorm__bincache_free(clnorm_ctx *ctx);
+
+/* scratch.c: a scratch buffer of at least `bytes` for a call on `queue`, with a reference for the
+ * caller (clReleaseMemObject it after the enqueue); *slot is what clnorm__scratch_give takes back
+ * once the call's kernels are enqueued (-1: the buffer is the call's own). NULL with *err set when
+ * allocating failed. clnorm__scratch_free: at clnorm_ctx_destroy. */
+cl_mem clnorm__scratch_take(clnorm_ctx *ctx, cl_command_queue queue, size_t bytes, int *slot,
+                            cl_int *err);
+void clnorm__scratch_give(clnorm_ctx *ctx, int slot);
+void clnorm__scratch_free(clnorm_ctx *ctx);
 cl_program clnorm__bincache_load(clnorm_ctx *ctx, const char *const *sources, const size_t *lengths,
                                  size_t count, const char *options, const char *const *kernels,
                                  size_t kernel_count);

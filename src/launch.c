@@ -99,11 +99,13 @@ static clnorm_status launch_failed(clnorm_ctx *ctx, clnorm_attempt *a, cl_int er
                       options, global, local, clnorm__cl_error_name(err), (int)err);
 }
 
-/* A call's scratch buffer (clCreateBuffer), unless a test injected its failure. */
-static cl_mem scratch(clnorm_ctx *ctx, const clnorm_program *prog, size_t bytes, cl_int *err) {
+/* A call's scratch buffer, the one the context keeps for `queue` where it can (src/scratch.c),
+ * unless a test injected an allocation failure. *slot: for clnorm__scratch_give. */
+static cl_mem scratch(clnorm_ctx *ctx, const clnorm_program *prog, cl_command_queue queue,
+                      size_t bytes, int *slot, cl_int *err) {
+  *slot = -1;
   *err = CLNORM_FAULT(ctx, CLNORM_FAULT_ALLOC, prog->key);
-  return *err == CL_SUCCESS ? clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, err)
-                            : NULL;
+  return *err == CL_SUCCESS ? clnorm__scratch_take(ctx, queue, bytes, slot, err) : NULL;
 }
 
 /* CL_OUT_OF_RESOURCES from clCreateBuffer is the device failing to allocate, too. */
@@ -133,18 +135,29 @@ size_t clnorm__launch_groups(const clnorm_ctx *ctx, const clnorm_call *call,
 }
 
 /* Groups that take part in the backward kernel: with weight gradients or on a CPU, a persistent
- * grid whose every row slot keeps its sums, sized to fill the device and small enough that the
- * partial sums (2 * groups * rows-per-group * cols floats) stay under 256 MiB; otherwise one
- * group per block of rows. Never more than clnorm__launch_groups(). */
+ * grid whose every row slot keeps its sums, small enough that the partial sums (2 * groups *
+ * rows-per-group * cols floats) stay under 256 MiB; otherwise one group per block of rows. Never
+ * more than clnorm__launch_groups(). On a CPU the grid fills the device (device_groups). On a GPU
+ * every partial row is written once and read once more, traffic that grows with the grid: it
+ * holds 2 groups per compute unit whatever their size, not the forward's up to 8 (H100, 1 to 8
+ * swept: 2 the fastest or within 5% on 24 of 32 backward shapes; docs/PERFORMANCE.md);
+ * CLNORM_BWD_GROUPS_PER_CU overrides. */
 static size_t backward_groups(const clnorm_ctx *ctx, const clnorm_call *call,
                               const clnorm_variant *v) {
   const size_t rpg = v->wg / v->tpr;
   const size_t blocks = (call->rows + rpg - 1) / rpg;
   size_t groups = clnorm__launch_groups(ctx, call, v);
+  const int cpu = (ctx->info.type & CL_DEVICE_TYPE_CPU) != 0;
   /* a CPU runs a few groups at a time and pays for each one it starts (the heuristic gives it
    * one row per group): the persistent grid whatever the call */
-  if (call->dgamma || call->dbeta || (ctx->info.type & CL_DEVICE_TYPE_CPU)) {
-    const size_t full = device_groups(ctx, v);
+  if (call->dgamma || call->dbeta || cpu) {
+    size_t full = device_groups(ctx, v);
+    if (!cpu) {
+      size_t per_cu = ctx->info.bwd_groups_per_cu;
+      if (!per_cu)
+        per_cu = 2;
+      full = (size_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * per_cu;
+    }
     const size_t mem_cap = ((size_t)256 << 20) / (2 * sizeof(float) * rpg * call->cols);
     groups = groups < full ? groups : full;
     groups = groups < mem_cap ? groups : mem_cap;
@@ -160,6 +173,7 @@ typedef struct two_pass {
   cl_kernel first, second;
   cl_event first_done;
   cl_mem partial;
+  int slot; /* the context's scratch slot (clnorm__scratch_give), -1: none */
 } two_pass;
 
 static void two_pass_release(clnorm_ctx *ctx, clnorm_program *prog, two_pass *t) {
@@ -171,15 +185,16 @@ static void two_pass_release(clnorm_ctx *ctx, clnorm_program *prog, two_pass *t)
     clnorm__kernel_give(ctx, prog, 1, t->second);
   if (t->partial)
     clReleaseMemObject(t->partial);
+  clnorm__scratch_give(ctx, t->slot);
 }
 
 /* The start of a split-row call: its scratch buffer of `bytes` (when that fails, nothing is
  * enqueued) and both kernels. */
-static clnorm_status two_pass_begin(clnorm_ctx *ctx, clnorm_program *prog, const clnorm_call *call,
-                                    size_t bytes, two_pass *t) {
+static clnorm_status two_pass_begin(clnorm_ctx *ctx, clnorm_program *prog, cl_command_queue queue,
+                                    const clnorm_call *call, size_t bytes, two_pass *t) {
   cl_int err;
-  *t = (two_pass){NULL, NULL, NULL, NULL};
-  t->partial = scratch(ctx, prog, bytes, &err);
+  *t = (two_pass){NULL, NULL, NULL, NULL, -1};
+  t->partial = scratch(ctx, prog, queue, bytes, &t->slot, &err);
   if (err != CL_SUCCESS)
     return scratch_failed(ctx, err, "split-row", bytes);
   clnorm_status st = clnorm__kernel_take(ctx, prog, call->op, 0, &t->first);
@@ -215,10 +230,11 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
   const size_t parts = groups * (v->wg / v->tpr);
   RETURN_IF(ctx, want_w && parts > UINT32_MAX, CLNORM_E_UNSUPPORTED, "too many partial rows");
   cl_mem partial = NULL;
+  int slot = -1;
   cl_int err;
   if (want_w) {
     /* Before any kernel: when it fails, nothing of the call is enqueued. */
-    partial = scratch(ctx, prog, 2 * sizeof(float) * parts * call->cols, &err);
+    partial = scratch(ctx, prog, queue, 2 * sizeof(float) * parts * call->cols, &slot, &err);
     if (err != CL_SUCCESS)
       return scratch_failed(ctx, err, "backward", 2 * sizeof(float) * parts * call->cols);
   }
@@ -252,13 +268,18 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
         st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
     }
     if (st == CLNORM_OK) {
-      /* A work-item per chunk of clnorm__reduce_vec() columns (and the columns past the last
-       * whole chunk); 64 work-items per group on a GPU, 4 on a CPU, which pays for every group
-       * it starts and runs each as a loop. A fixed grid takes 64 groups per compute unit and
-       * strides. */
+      /* GPUs (clnorm__reduce_vec() 1): a group of 256 work-items (or the device's largest power
+       * of two below) per tile of 8 columns, its lanes over the partial rows (cl/backward.cl).
+       * CPUs: a work-item per chunk of 16 columns (and the columns past the last whole chunk), 4
+       * work-items per group: a CPU pays for every group it starts and runs each as a loop. A
+       * fixed grid takes 64 groups per compute unit and strides. */
       const size_t rvec = clnorm__reduce_vec(&ctx->info);
-      const size_t local = rvec > 1 ? 4 : 64;
-      const size_t items = call->cols / rvec > 0 ? call->cols / rvec : 1;
+      size_t local = 4, items = call->cols / rvec > 0 ? call->cols / rvec : 1;
+      if (rvec == 1) {
+        for (local = 8; local * 2 <= 256 && local * 2 <= ctx->info.max_wg;)
+          local *= 2;
+        items = (call->cols + 7) / 8 * local; /* tiles of 8 columns, a group each */
+      }
       const size_t global =
           ctx->info.fixed_grid
               ? local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
@@ -274,7 +295,7 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
       }
     }
   }
-  two_pass t = {main_k, reduce_k, main_done, partial};
+  two_pass t = {main_k, reduce_k, main_done, partial, slot};
   two_pass_release(ctx, prog, &t);
   return st;
 }
@@ -293,7 +314,7 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   const cl_uint flags = call_flags(call);
   cl_int err;
   two_pass t;
-  clnorm_status st = two_pass_begin(ctx, prog, call, 4 * sizeof(float) * units, &t);
+  clnorm_status st = two_pass_begin(ctx, prog, queue, call, 4 * sizeof(float) * units, &t);
   cl_kernel stats_k = t.first, norm_k = t.second;
   const cl_mem partial = t.partial;
   if (st == CLNORM_OK) {
@@ -347,7 +368,7 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   const size_t units = call->rows * splits;
   cl_int err;
   two_pass t;
-  clnorm_status st = two_pass_begin(ctx, prog, call, 2 * sizeof(float) * units, &t);
+  clnorm_status st = two_pass_begin(ctx, prog, queue, call, 2 * sizeof(float) * units, &t);
   cl_kernel sums_k = t.first, split_k = t.second;
   const cl_mem partial = t.partial;
   cl_uint i = 0;

@@ -63,8 +63,11 @@ size_t clnorm__dtype_size(clnorm_dtype dtype) { return dtype == CLNORM_F32 ? 4 :
 
 /* Private floats per work-item for a held row: backward kernels hold x and dy and keep two
  * weight-gradient sums of the same size, so their budget per array is half. */
+/* Every op: 64 floats. The backward holds its dgamma and dbeta sums in as many, and the row too
+ * only up to 32 (cl/backward.cl, BWD_HELD). */
 static unsigned hold_budget(clnorm_op op) {
-  return clnorm__op_backward(op) ? CLNORM_HOLD_MAX_FLOATS / 2 : CLNORM_HOLD_MAX_FLOATS;
+  (void)op;
+  return CLNORM_HOLD_MAX_FLOATS;
 }
 
 int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op, const clnorm_variant *v,
@@ -77,10 +80,7 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op, cons
     return why(buf, size, "unknown op");
   /* hold comes from the caller: hold * vec would wrap (hold 2^31, vec 2 gives 0) */
   if (v->hold > hold_budget(op) / v->vec)
-    return why(buf, size,
-               clnorm__op_backward(op)
-                   ? "hold * vec exceeds the backward private-memory budget of 32 floats"
-                   : "hold * vec exceeds the private-memory budget of 64 floats");
+    return why(buf, size, "hold * vec exceeds the private-memory budget of 64 floats");
   if (v->wg > info->max_wg)
     return why(buf, size, "wg exceeds the device's maximum work-group size");
   if (v->tpr > 1 && (cl_ulong)v->wg * 3 * sizeof(float) > info->local_mem)
@@ -218,11 +218,14 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
       v.wg = 32 <= max_wg ? 32 : max_wg;
     } else {
       /* Many vectors per work-item, all loaded before any is used (cl/common.cl): about 4 of 4
-       * floats or 8 of 8 halves (the backward, which holds x and dy: 4), the row held in 16 to 64
+       * floats or 8 of 8 halves (the backward, which holds x, dy and the weight gradients' sums:
+       * 16 elements, 4 vectors of floats or 2 of halves), the row held in 16 to 64
        * floats (H200, forward, interleaved:
        * float32 8192 columns 256 x 8 vectors 0.92 of copy against 128 x 16 0.90; bfloat16 8192
        * columns 128 x 8 0.74 against 256 x 4 0.60; docs/PERFORMANCE.md). */
-      const size_t per = call->dtype == CLNORM_F32 || clnorm__op_backward(call->op) ? 4 : 8;
+      const size_t per = clnorm__op_backward(call->op) ? (call->dtype == CLNORM_F32 ? 4 : 2)
+                         : call->dtype == CLNORM_F32                 ? 4
+                                                                     : 8;
       unsigned tpr = pow2_ceil((vectors + per - 1) / per);
       tpr = tpr < 32 ? 32 : tpr;
       tpr = tpr > max_wg ? max_wg : tpr;
@@ -270,7 +273,8 @@ size_t clnorm__groups_per_cu(unsigned wg) {
  * the whole-row kernel would have (few long rows), and on a CPU wherever each core gets two
  * tiles, with 2 chunks a row at least: there the whole-row kernel's partial rows cost more than
  * the second read of the rows (PoCL 5, 16 cores: 64 x 65536 3.5-7x faster, 256 x 65536
- * 1.4-2.2x, 1024 x 16384 the same; docs/PERFORMANCE.md). */
+ * 1.4-2.2x, 1024 x 16384 the same; docs/PERFORMANCE.md); on a GPU wherever the row is not
+ * held. */
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v) {
   if (v->tpr != v->wg)
@@ -279,14 +283,18 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
   const size_t min_chunk = (size_t)v->wg * v->vec * 4;
   const int bwd = clnorm__op_backward(call->op);
   const int cpu = (info->type & CL_DEVICE_TYPE_CPU) != 0;
-  if (bwd &&
+  /* A GPU's whole-row backward kernel without a held row (hold 0) adds each row into its slot's
+   * partial rows in memory, a read and a write of two partial rows per row: the split's second
+   * read of the rows costs less (H100, LayerNorm 256 x 65536). */
+  const int bwd_unheld = bwd && !cpu && v->hold == 0;
+  if (bwd && !bwd_unheld &&
       clnorm__bwd_tiles(v, call->cols) < (cpu ? 2 * (size_t)info->compute_units : 2 * call->rows))
     return 1;
   unsigned splits = 1;
   while (splits < 1024 && call->rows * splits * 2 <= fill &&
          call->cols / (2 * (size_t)splits) >= min_chunk)
     splits *= 2;
-  return bwd && cpu && splits < 2 ? 2 : splits;
+  return bwd && (cpu || bwd_unheld) && splits < 2 ? 2 : splits;
 }
 
 /* The groups of a split backward call's second kernel (bwd_split): one per tile of wg * TILE

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One `normtune bench` per value of an environment variable, on the GPU machine (or any device):
+# how a setting that the library reads from the environment (CLNORM_BWD_GROUPS_PER_CU,
+# CLNORM_RAW16, ...) moves every shape's time, all from one command.
+#
+#   VAR=CLNORM_BWD_GROUPS_PER_CU VALUES="default 1 2 4 8" bash scripts/env_sweep.sh BENCH_ARGS...
+#   e.g. ... env_sweep.sh --grid 4096x4096,65536x512 --ops layernorm_bwd --dtypes f32,bf16
+#
+# "default" runs with the variable unset. Files in $OUT (or ./env-sweep): bench-VALUE.json and
+# .log per value, and sweep.md: one row per op, dtype and shape, the time (us) and GB/s of each
+# value and its check. Environment: NORMTUNE=PATH (default build-bench/normtune, built here),
+# DEVICE (default NVIDIA; empty: normtune's default device).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/env-sweep}
+var=${VAR:?set VAR to the environment variable to sweep}
+values=${VALUES:?set VALUES to its values (default: unset)}
+mkdir -p "$out"
+normtune=${NORMTUNE:-$root/build-bench/normtune}
+if [ ! -x "$normtune" ]; then
+  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DCLNORM_BUILD_TESTS=OFF \
+    >/dev/null
+  cmake --build "$root/build-bench" -j"$(nproc)" --target normtune >/dev/null
+fi
+rc=0
+for value in $values; do
+  echo "== $var=$value" >&2
+  (
+    if [ "$value" = default ]; then unset "$var"; else export "$var=$value"; fi
+    device=${DEVICE-NVIDIA}
+    "$normtune" bench ${device:+--device "$device"} --db "$out/none-$value.db" --json "$@" \
+      >"$out/bench-$value.json" 2>"$out/bench-$value.log"
+  ) || rc=1
+  rm -f "$out/none-$value.db"
+done
+python3 - "$out" "$var" $values >"$out/sweep.md" <<'PY'
+import json, os, sys
+out, var, values = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows, copy = {}, {}
+for v in values:
+    path = os.path.join(out, "bench-%s.json" % v)
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if "header" in r:
+            copy[v] = r.get("copy_gbps")
+        if "op" not in r:
+            continue
+        key = (r["op"], r["dtype"], r["rows"], r["cols"])
+        rows.setdefault(key, {})[v] = r
+print("%s sweep; copy GB/s per value: %s\n" % (var, ", ".join("%s %s" % (v, copy.get(v)) for v in values)))
+print("| op | dtype | rows x cols | " + " | ".join("%s=%s us (GB/s)" % (var, v) for v in values) + " |")
+print("| --- | --- | --- |" + " ---: |" * len(values))
+for key in sorted(rows):
+    cells = []
+    for v in values:
+        r = rows[key].get(v)
+        if not r:
+            cells.append("—")
+            continue
+        us = r.get("us", r.get("median_us"))
+        ok = r.get("check", r.get("outcome", ""))
+        cells.append("%s (%s) %s" % (us, r.get("gbps"), "" if ok in ("pass", "ok") else ok))
+    print("| %s | %s | %d x %d | %s |" % (key[0], key[1], key[2], key[3], " | ".join(cells)))
+PY
+cat "$out/sweep.md"
+exit $rc
