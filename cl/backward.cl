@@ -21,6 +21,11 @@
  * (BWD_HELD), else read again from the cache for the output (the sums and the row together would
  * spill). */
 #define BWD_HELD (HOLD > 0 && HOLD * VEC <= 32)
+#if BWD_HELD && HOLD * VEC * (DTYPE == 0 ? 4 : 2) <= 32 && (RMS || WG <= 128)
+#define BWD_RI 2
+#else
+#define BWD_RI 1
+#endif
 #if VEC == 1
 #define PLOAD(p, i) ((p)[(i)])
 #define PSTORE(p, i, v) ((p)[(i)] = (v))
@@ -79,122 +84,148 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
         pb[i] = 0.0f;
     }
 
-  for (ulong b = get_group_id(0); b < blocks; b += groups) {
-    const ulong row = b * RPG + slot;
-    /* Work-items past the last row still take part in the barriers of the reductions. */
-    const bool active = row < rows;
-    const uint nvec = active ? nvec_all : 0;
-    const uint ncols = active ? cols : 0;
-    const ulong r = active ? row : 0;
-    __global const stype *xr = x + x_off + r * x_stride;
-    __global const stype *dyr = dy + dy_off + r * dy_stride;
+  /* BWD_RI rows of the slot at a time (blocks b, b + groups, ...: the same order of the sums as
+   * one at a time), every load of them issued before any is used: 2 with a held 16-bit row of at
+   * most 32 bytes a work-item (a work-item otherwise waits a memory latency per row and moves
+   * half the bytes of a float row in it), where the registers still let 2 groups in: RMSNorm, or
+   * at most 128 work-items (H100: LayerNorm bfloat16 65536 x 512 1.30x, 32768 x 1024 1.21x,
+   * RMSNorm 4096 x 4096 1.07x; LayerNorm with 256 work-items took 162 registers against 122 and
+   * 4096 x 4096 ran 0.89x). */
+  for (ulong b = get_group_id(0); b < blocks; b += BWD_RI * (ulong)groups) {
+    bool act[BWD_RI];
+    ulong rq[BWD_RI];
+    float mean_q[BWD_RI], rstd_q[BWD_RI];
+    for (uint q = 0; q < BWD_RI; q++) {
+      const ulong row = (b + q * (ulong)groups) * RPG + slot;
+      /* Work-items past the last row still take part in the barriers of the reductions. */
+      act[q] = row < rows;
+      rq[q] = act[q] ? row : 0;
 #if RMS
-    const float mean = 0.0f;
+      mean_q[q] = 0.0f;
 #else
-    const float mean = active ? mean_in[r] : 0.0f;
+      mean_q[q] = act[q] ? mean_in[rq[q]] : 0.0f;
 #endif
-    const float rstd = active ? rstd_in[r] : 0.0f;
-
-    /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy */
-    floatv a1 = 0.0f, a2 = 0.0f;
+      rstd_q[q] = act[q] ? rstd_in[rq[q]] : 0.0f;
+    }
 #if BWD_HELD
     /* The work-item's vectors of x, dy and gamma, every load issued before any is used (as the
      * forward's HELD_DECL: NVIDIA's compiler otherwise waits for each behind its own branch), and
      * kept as loaded (16-bit pairs under RAW16: half the registers of floats). */
-    rawv hx[HOLD], hd[HOLD], hg[HOLD];
-    for (uint k = 0, i = lane; k < HOLD; k++, i += TPR) {
-      hx[k] = i < nvec ? LOADR(xr, i) : (rawv)(0);
-      hd[k] = i < nvec ? LOADR(dyr, i) : (rawv)(0);
-      hg[k] = has_gamma && i < nvec ? LOADR(gamma, i) : (rawv)(0);
+    rawv hx[BWD_RI][HOLD], hd[BWD_RI][HOLD], hg[HOLD];
+    for (uint q = 0; q < BWD_RI; q++) {
+      const uint nv = act[q] ? nvec_all : 0;
+      __global const stype *xr = x + x_off + rq[q] * x_stride;
+      __global const stype *dyr = dy + dy_off + rq[q] * dy_stride;
+      for (uint k = 0, i = lane; k < HOLD; k++, i += TPR) {
+        hx[q][k] = i < nv ? LOADR(xr, i) : (rawv)(0);
+        hd[q][k] = i < nv ? LOADR(dyr, i) : (rawv)(0);
+      }
     }
-#define BWD_X(i, k) UNRAW(hx[(k)])
-#define BWD_DY(i, k) UNRAW(hd[(k)])
+    for (uint k = 0, i = lane; k < HOLD; k++, i += TPR)
+      hg[k] = has_gamma && i < nvec_all ? LOADR(gamma, i) : (rawv)(0);
+#define BWD_X(q, i, k) UNRAW(hx[(q)][(k)])
+#define BWD_DY(q, i, k) UNRAW(hd[(q)][(k)])
 #define BWD_G(i, k) UNRAW(hg[(k)])
 #else
-#define BWD_X(i, k) LOADV(xr, (i))
-#define BWD_DY(i, k) LOADV(dyr, (i))
+#define BWD_X(q, i, k) LOADV(xr, (i))
+#define BWD_DY(q, i, k) LOADV(dyr, (i))
 #define BWD_G(i, k) LOADV(gamma, (i))
 #endif
-    FOR_VECS(i, k, nvec) {
-      const floatv dv = BWD_DY(i, k);
-      const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
-      a1 += g * ((BWD_X(i, k) - mean) * rstd);
-      a2 += g;
-    }
-    float s1 = HSUM(a1), s2 = HSUM(a2);
-    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-      const float dv = LOAD1(dyr, i);
-      const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
-      s1 += g * ((LOAD1(xr, i) - mean) * rstd);
-      s2 += g;
-    }
+    float c1q[BWD_RI], c2q[BWD_RI];
+    for (uint q = 0; q < BWD_RI; q++) {
+      const uint nvec = act[q] ? nvec_all : 0;
+      const uint ncols = act[q] ? cols : 0;
+      const float mean = mean_q[q], rstd = rstd_q[q];
+      __global const stype *xr = x + x_off + rq[q] * x_stride;
+      __global const stype *dyr = dy + dy_off + rq[q] * dy_stride;
+      /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy */
+      floatv a1 = 0.0f, a2 = 0.0f;
+      FOR_VECS(i, k, nvec) {
+        const floatv dv = BWD_DY(q, i, k);
+        const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
+        a1 += g * ((BWD_X(q, i, k) - mean) * rstd);
+        a2 += g;
+      }
+      float s1 = HSUM(a1), s2 = HSUM(a2);
+      for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+        const float dv = LOAD1(dyr, i);
+        const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
+        s1 += g * ((LOAD1(xr, i) - mean) * rstd);
+        s2 += g;
+      }
 #if RMS
-    const float c1 = row_sum(s1, scratch) / (float)cols;
-    const float c2 = 0.0f;
-    (void)s2;
+      c1q[q] = row_sum(s1, scratch) / (float)cols;
+      c2q[q] = 0.0f;
+      (void)s2;
 #else
-    const float2 sums = row_sum2((float2)(s1, s2), scratch);
-    const float c1 = sums.x / (float)cols, c2 = sums.y / (float)cols;
+      const float2 sums = row_sum2((float2)(s1, s2), scratch);
+      c1q[q] = sums.x / (float)cols;
+      c2q[q] = sums.y / (float)cols;
 #endif
-    if (!active)
-      continue;
-
-    __global stype *dxr = dx + dx_off + r * dx_stride;
-    /* this slot's next row: `parts` rows further on (the persistent grid) */
-    const bool more = r + parts < rows;
-    __global const stype *xn = NEXT_ROW(xr, parts * x_stride, more, cols);
-    __global const stype *dyn = NEXT_ROW(dyr, parts * dy_stride, more, cols);
-    /* Every element is read (when not held) before it is written, by the same work-item: dx
-     * may be dy or x. The vectors start `head` elements in (OUT_HEAD, 0 for a held row); the
-     * elements before them and after them go one by one. */
-    const uint head = OUT_HEAD(dxr, ncols);
-    const uint nvo = (ncols - head) / VEC;
-    __global const stype *const xo = xr + head;
-    __global const stype *const dyo = dyr + head;
-    __global const stype *const go = gamma + head;
-    __global stype *const dxo = dxr + head;
-    FOR_VECS(i, k, nvo) {
+    }
+    for (uint q = 0; q < BWD_RI && act[q]; q++) {
+      const ulong r = rq[q];
+      const float mean = mean_q[q], rstd = rstd_q[q], c1 = c1q[q], c2 = c2q[q];
+      const uint ncols = cols;
+      __global const stype *xr = x + x_off + r * x_stride;
+      __global const stype *dyr = dy + dy_off + r * dy_stride;
+      __global stype *dxr = dx + dx_off + r * dx_stride;
+      /* this slot's next row: `parts` rows further on (the persistent grid) */
+      const bool more = r + parts < rows;
+      __global const stype *xn = NEXT_ROW(xr, parts * x_stride, more, cols);
+      __global const stype *dyn = NEXT_ROW(dyr, parts * dy_stride, more, cols);
+      /* Every element is read (when not held) before it is written, by the same work-item: dx
+       * may be dy or x. The vectors start `head` elements in (OUT_HEAD, 0 for a held row); the
+       * elements before them and after them go one by one. */
+      const uint head = OUT_HEAD(dxr, ncols);
+      const uint nvo = (ncols - head) / VEC;
+      __global const stype *const xo = xr + head;
+      __global const stype *const dyo = dyr + head;
+      __global const stype *const go = gamma + head;
+      __global stype *const dxo = dxr + head;
+      FOR_VECS(i, k, nvo) {
 #if HOLD > 0
-      const floatv xv = BWD_X(i, k);
-      const floatv dv = BWD_DY(i, k);
-      const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
+        const floatv xv = BWD_X(q, i, k);
+        const floatv dv = BWD_DY(q, i, k);
+        const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
 #else
-      const floatv xv = LOADV(xo, i);
-      const floatv dv = LOADV(dyo, i);
-      const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
+        const floatv xv = LOADV(xo, i);
+        const floatv dv = LOADV(dyo, i);
+        const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
 #endif
-      const floatv xhat = (xv - mean) * rstd;
-      PREFETCH_V(xn, i);
-      PREFETCH_V(dyn, i);
-      STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
-      if (want_w) {
+        const floatv xhat = (xv - mean) * rstd;
+        PREFETCH_V(xn, i);
+        PREFETCH_V(dyn, i);
+        STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
+        if (want_w) {
 #if HOLD > 0
-        acc_g[k] += dv * xhat;
+          acc_g[k] += dv * xhat;
 #if !RMS
-        acc_b[k] += dv;
+          acc_b[k] += dv;
 #endif
 #else
-        PSTORE(pg + head, i, PLOAD(pg + head, i) + dv * xhat);
-        if (want_b)
-          PSTORE(pb + head, i, PLOAD(pb + head, i) + dv);
+          PSTORE(pg + head, i, PLOAD(pg + head, i) + dv * xhat);
+          if (want_b)
+            PSTORE(pb + head, i, PLOAD(pb + head, i) + dv);
 #endif
+        }
+      }
+      for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
+        const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
+        const float dv = LOAD1(dyr, i);
+        const float xhat = (LOAD1(xr, i) - mean) * rstd;
+        const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
+        STORE1(dxr, i, rstd * (g - c2 - xhat * c1));
+        if (want_w) {
+          pg[i] += dv * xhat;
+          if (want_b)
+            pb[i] += dv;
+        }
       }
     }
 #undef BWD_X
 #undef BWD_DY
 #undef BWD_G
-    for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
-      const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
-      const float dv = LOAD1(dyr, i);
-      const float xhat = (LOAD1(xr, i) - mean) * rstd;
-      const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
-      STORE1(dxr, i, rstd * (g - c2 - xhat * c1));
-      if (want_w) {
-        pg[i] += dv * xhat;
-        if (want_b)
-          pb[i] += dv;
-      }
-    }
   }
 #if HOLD > 0
   if (want_w)
@@ -316,6 +347,13 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
 /* rows whose loads bwd_split issues together: 8 vectors a work-item at most (1 on a CPU, whose
  * tiles are long) */
 #define RB (TILE >= 8 ? 1 : 8 / TILE)
+/* Row lanes: with one vector of the tile per work-item and 128 or more work-items, the group's
+ * work-items form ROWL lanes of WG / ROWL, each lane taking every ROWL-th row of a tile of WG /
+ * ROWL vectors: 4 times the tiles (a GPU's groups; LayerNorm 256 x 65536 gave 64 tiles of 256
+ * vectors to a device of 132 compute units), whose columns' sums the lanes add in order 0, 1, ...
+ * at the end. clnorm__bwd_tiles (src/variants.c) has the same rule. */
+#define ROWL (TILE == 1 && WG >= 128 ? 4 : 1)
+#define LANE_WG (WG / ROWL)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
@@ -397,39 +435,23 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
           const uint cols, const uint flags, const uint splits, __global stype *dgamma,
           __global stype *dbeta) {
   const uint lane = get_local_id(0);
+  const uint col_lane = lane % LANE_WG, row_lane = lane / LANE_WG;
+#if ROWL > 1
+  __local floatv lane_g[WG], lane_b[WG];
+#endif
   const bool has_gamma = (flags & HAS_GAMMA) != 0;
   const bool has_dgamma = (flags & HAS_DGAMMA) != 0, has_dbeta = (flags & HAS_DBETA) != 0;
   const uint nvec = cols / VEC;
-  const uint per_tile = WG * TILE; /* vectors */
+  const uint per_tile = LANE_WG * TILE; /* vectors */
   const uint tiles = (nvec + per_tile - 1) / per_tile;
   const uint units = tiles + (nvec * VEC < cols ? 1u : 0u);
-  for (uint t = (uint)SPAN_FIRST(units); t < (uint)SPAN_END(units); t++) {
-    if (t == tiles) { /* the columns past the last whole vector, one per work-item */
-      for (uint j = nvec * VEC + lane; j < cols; j += WG) {
-        float ag = 0.0f, ab = 0.0f;
-        for (ulong r = 0; r < rows; r++) {
-          const float2 c = row_consts(partial, r, splits, cols);
-#if RMS
-          const float mean = 0.0f;
-#else
-          const float mean = mean_in[r];
-#endif
-          const float rstd = rstd_in[r];
-          const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
-          const float xhat = (LOAD1(x + x_off + r * x_stride, j) - mean) * rstd;
-          const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
-          STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
-          ag += dv * xhat;
-          ab += dv;
-        }
-        if (has_dgamma)
-          STORE1(dgamma, j, ag);
-        if (has_dbeta)
-          STORE1(dbeta, j, ab);
-      }
-      continue;
-    }
-    const uint first = t * per_tile + lane;
+  /* The tiles of this group's units; the unit after the last tile (the columns past the last
+   * whole vector) after them, outside the loop: a loop whose body has barriers (the row lanes)
+   * takes no other path (PoCL 3.1 broke a loop with a `continue` before its barriers: writes out
+   * of bounds, docs/DEVICES.md). */
+  const uint unit_end = (uint)SPAN_END(units);
+  for (uint t = (uint)SPAN_FIRST(units); t < (unit_end < tiles ? unit_end : tiles); t++) {
+    const uint first = t * per_tile + col_lane;
     floatv acc_g[TILE], acc_b[TILE];
     for (uint k = 0; k < TILE; k++) {
       acc_g[k] = 0.0f;
@@ -437,18 +459,19 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     }
     /* RB rows at a time, all their loads issued before any is used: one work-item per vector of
      * the tile (a GPU) otherwise waited a memory latency per row (H100, LayerNorm 256 x 65536). */
-    for (ulong r0 = 0; r0 < rows; r0 += RB) {
+    for (ulong r0 = row_lane; r0 < rows; r0 += RB * ROWL) {
       floatv xs[RB][TILE], ds[RB][TILE];
       for (uint q = 0; q < RB; q++) {
-        const ulong r = r0 + q < rows ? r0 + q : r0; /* past the end: row r0 again, unused */
+        /* past the end: row r0 again, unused */
+        const ulong r = r0 + q * ROWL < rows ? r0 + q * ROWL : r0;
         for (uint k = 0; k < TILE; k++) {
-          const uint i = first + k * WG;
+          const uint i = first + k * LANE_WG;
           xs[q][k] = i < nvec ? LOADV(x + x_off + r * x_stride, i) : (floatv)0.0f;
           ds[q][k] = i < nvec ? LOADV(dy + dy_off + r * dy_stride, i) : (floatv)0.0f;
         }
       }
-      for (uint q = 0; q < RB && r0 + q < rows; q++) {
-        const ulong r = r0 + q;
+      for (uint q = 0; q < RB && r0 + q * ROWL < rows; q++) {
+        const ulong r = r0 + q * ROWL;
         const float2 c = row_consts(partial, r, splits, cols);
 #if RMS
         const float mean = 0.0f;
@@ -466,7 +489,7 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
                                              per_tile * VEC);
         /* Every element is read before it is written, by the same work-item: dx may be dy or x. */
         for (uint k = 0; k < TILE; k++) {
-          const uint i = first + k * WG;
+          const uint i = first + k * LANE_WG;
           if (i < nvec) {
             const floatv xv = xs[q][k];
             const floatv dv = ds[q][k];
@@ -481,14 +504,52 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
         }
       }
     }
-    for (uint k = 0; k < TILE; k++) {
-      const uint i = first + k * WG;
-      if (i < nvec) {
-        if (has_dgamma)
-          STOREV(dgamma, i, acc_g[k]);
-        if (has_dbeta)
-          STOREV(dbeta, i, acc_b[k]);
+#if ROWL > 1 /* TILE == 1: the lanes' sums of each column, added in lane order */
+    lane_g[lane] = acc_g[0];
+    lane_b[lane] = acc_b[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (row_lane == 0) {
+      for (uint l = 1; l < ROWL; l++) {
+        acc_g[0] += lane_g[l * LANE_WG + col_lane];
+        acc_b[0] += lane_b[l * LANE_WG + col_lane];
       }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (row_lane == 0)
+#endif
+      for (uint k = 0; k < TILE; k++) {
+        const uint i = first + k * LANE_WG;
+        if (i < nvec) {
+          if (has_dgamma)
+            STOREV(dgamma, i, acc_g[k]);
+          if (has_dbeta)
+            STOREV(dbeta, i, acc_b[k]);
+        }
+      }
+  }
+  if ((uint)SPAN_FIRST(units) <= tiles && tiles < unit_end) {
+    /* the columns past the last whole vector, one per work-item */
+    for (uint j = nvec * VEC + lane; j < cols; j += WG) {
+      float ag = 0.0f, ab = 0.0f;
+      for (ulong r = 0; r < rows; r++) {
+        const float2 c = row_consts(partial, r, splits, cols);
+#if RMS
+        const float mean = 0.0f;
+#else
+        const float mean = mean_in[r];
+#endif
+        const float rstd = rstd_in[r];
+        const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
+        const float xhat = (LOAD1(x + x_off + r * x_stride, j) - mean) * rstd;
+        const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
+        STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
+        ag += dv * xhat;
+        ab += dv;
+      }
+      if (has_dgamma)
+        STORE1(dgamma, j, ag);
+      if (has_dbeta)
+        STORE1(dbeta, j, ab);
     }
   }
 }

@@ -297,12 +297,15 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
   return bwd && (cpu || bwd_unheld) && splits < 2 ? 2 : splits;
 }
 
-/* The groups of a split backward call's second kernel (bwd_split): one per tile of wg * TILE
- * vectors, TILE = 1024 / (wg * vec) within [1, 64] as cl/backward.cl has it, and one for the
- * columns past the last whole vector. */
+/* The groups of a split backward call's second kernel (bwd_split): one per tile of wg / ROWL *
+ * TILE vectors, TILE = 1024 / (wg * vec) within [1, 64] and ROWL 4 where TILE is 1 and wg at
+ * least 128, else 1, as cl/backward.cl has them, and one for the columns past the last whole
+ * vector. */
 size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
-  const size_t tile = 1024 / ((size_t)v->wg * v->vec);
-  const size_t per_tile = (size_t)v->wg * (tile < 1 ? 1 : tile > 64 ? 64 : tile);
+  size_t tile = 1024 / ((size_t)v->wg * v->vec);
+  tile = tile < 1 ? 1 : tile > 64 ? 64 : tile;
+  const size_t row_lanes = tile == 1 && v->wg >= 128 ? 4 : 1; /* ROWL */
+  const size_t per_tile = (size_t)v->wg / row_lanes * tile;
   const size_t nvec = cols / v->vec;
   return (nvec + per_tile - 1) / per_tile + (nvec * v->vec < cols ? 1 : 0);
 }

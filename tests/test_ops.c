@@ -17,7 +17,7 @@
  * (bitwise). */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
-#include "internal.h" /* clnorm__row_buffer: the fused add's row buffer (large_groups) */
+#include "internal.h" /* clnorm__row_buffer (large_groups), clnorm__split_count */
 #include <float.h>
 
 #include <math.h>
@@ -636,6 +636,37 @@ static void finite_differences(clnorm_op op, size_t rows, size_t cols) {
   free(fdb);
 }
 
+/* The split backward's second kernel with row lanes (cl/backward.cl ROWL: one vector of the tile
+ * per work-item and 128 or more work-items, the GPUs' split variants): forced split variants on
+ * shapes with a partial last tile and a tail of columns past the last whole vector, each checked
+ * to take the split path. */
+static void split_row_lanes(void) {
+  static const clnorm_variant vars[] = {{256, 256, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+                                        {128, 128, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}};
+  static const size_t shapes[][2] = {{9, 8200}, {37, 4099}};
+  const layout dense = {0, 0, 0, 0};
+  size_t runs = 0;
+  for (int o = CLNORM_OP_LAYERNORM_BWD; o <= CLNORM_OP_RMSNORM_BWD; o++)
+    for (int d = 0; d <= 2; d += 2)
+      for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+          clnorm_call call = {0};
+          call.op = (clnorm_op)o;
+          call.dtype = (clnorm_dtype)d;
+          call.rows = shapes[s][0];
+          call.cols = shapes[s][1];
+          if (vars[v].wg > h.ctx->info.max_wg)
+            continue;
+          if (clnorm__split_count(&h.ctx->info, &call, &vars[v]) < 2)
+            harness_fail("split_row_lanes: %zux%zu wg=%u is not split on this device", call.rows,
+                         call.cols, vars[v].wg);
+          run((clnorm_op)o, (clnorm_dtype)d, call.rows, call.cols, &dense, &vars[v], -1,
+              "split row lanes");
+          runs++;
+        }
+  printf("  split row lanes: %zu forced runs\n", runs);
+}
+
 /* The backward pass twice on the same inputs: the same bits of dx, dgamma, dbeta. */
 static void determinism(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols) {
   const size_t es = clnorm_ref_dtype_size(dtype), n = rows * cols;
@@ -1159,6 +1190,7 @@ int main(int argc, char **argv) {
       sweep(CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d);
       sweep(CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d);
     }
+    split_row_lanes();
   } else {
     conversions();
     for (int o = 4; o <= 5; o++) {
