@@ -524,7 +524,12 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
   const char *what = "opening";
   char inspected[512] = ""; /* SQLite's message of a failed inspect() */
   sqlite3_int64 app_id = 0, version = 0, objects = 0;
-  int rc = sqlite3_open_v2(path, &db->sql, flags, NULL);
+  /* The system database is opened as immutable: nothing, not even a -shm file, is written
+   * beside it (it is installed whole, checkpointed, as normtune leaves a database it closes). */
+  char *system_uri = mode == CLNORM_DB_READONLY ? immutable_uri(path) : NULL;
+  int rc = sqlite3_open_v2(system_uri ? system_uri : path, &db->sql,
+                           system_uri ? flags | SQLITE_OPEN_URI : flags, NULL);
+  free(system_uri);
   if (rc == SQLITE_OK) {
     sqlite3_busy_timeout(db->sql, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(db->sql, 1);
