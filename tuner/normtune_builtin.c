@@ -255,6 +255,8 @@ static void write_table(FILE *out, const generator *g, const char *const *inputs
           given);
   for (size_t i = 0; i < n_inputs; i++)
     fprintf(out, " %s", inputs[i]);
+  if (n_inputs == 0)
+    fputs(" none", out);
   fprintf(out,
           "; kernel sources %s.\n"
           " * One entry a line: CLNORM_BUILTIN(vendor id, device name (\"\": the vendor's default),\n"
