@@ -72,13 +72,24 @@ typedef struct clnorm_call {
   cl_mem dgamma, dbeta;          /* backward ops */
 } clnorm_call;
 
-/* Why the dispatcher chose a variant. */
+/* Why the dispatcher chose a variant, the levels it tries in this order (docs/TUNING.md,
+ * "Where a choice comes from"): TUNED and NEAREST (the user's database, this device and driver),
+ * TUNED_OTHER_DRIVER (the user's database, this device under another driver version), SYSTEM and
+ * SYSTEM_OTHER_DRIVER (the read-only system database, likewise), BUILTIN (the shipped table, this
+ * model and driver family), BUILTIN_SIBLING (the shipped table, another model of the same
+ * architecture), BUILTIN_VENDOR (the shipped defaults of the vendor and driver family),
+ * HEURISTIC. Values are frozen: new ones are added at the end. */
 #define CLNORM_CHOICE_MAP(X)                                                                       \
   X(CLNORM_CHOICE_FORCED, 0, "forced")                                                             \
   X(CLNORM_CHOICE_TUNED, 1, "tuned")                                                               \
   X(CLNORM_CHOICE_NEAREST, 2, "nearest")                                                           \
   X(CLNORM_CHOICE_BUILTIN, 3, "builtin")                                                           \
-  X(CLNORM_CHOICE_HEURISTIC, 4, "heuristic")
+  X(CLNORM_CHOICE_HEURISTIC, 4, "heuristic")                                                       \
+  X(CLNORM_CHOICE_TUNED_OTHER_DRIVER, 5, "tuned (other driver)")                                   \
+  X(CLNORM_CHOICE_SYSTEM, 6, "system")                                                             \
+  X(CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, 7, "system (other driver)")                                 \
+  X(CLNORM_CHOICE_BUILTIN_SIBLING, 8, "builtin (sibling)")                                         \
+  X(CLNORM_CHOICE_BUILTIN_VENDOR, 9, "builtin (vendor)")
 typedef enum clnorm_choice { CLNORM_CHOICE_MAP(CLNORM_ENUMERATOR) } clnorm_choice;
 
 /* Runs `call`. force == NULL: the dispatcher chooses; otherwise `*force` is used, and a variant
@@ -132,7 +143,10 @@ CLNORM_API clnorm_status clnorm_heuristic(clnorm_ctx *ctx, const clnorm_call *ca
 /* Replaces the context's tuned table with this device's winners from the tuning database at
  * `path` (NULL: $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db, else
  * ~/.cache/clnorm/tuning.db; on Windows %LOCALAPPDATA%\clnorm\tuning.db). clnorm_ctx_create
- * does this once with NULL. Results of another driver version or kernel source are never used.
+ * does this once with NULL, and reads the system database once ($CLNORM_SYSTEM_DB, else the one
+ * installed with the library; docs/API.md). Results of this device under another driver version
+ * are a later level (CLNORM_CHOICE_TUNED_OTHER_DRIVER); results of other kernel sources are never
+ * used.
  * On failure (CLNORM_E_DB: missing, unreadable, corrupt or newer database) the table is left as
  * it was and errmsg says why; calls keep working from the built-in table and the heuristic.
  * Safe while other threads make calls. */
@@ -141,7 +155,8 @@ CLNORM_API clnorm_status clnorm_ctx_load_tuning(clnorm_ctx *ctx, const char *pat
 /* How many tuned results the context uses (after clnorm_ctx_load_tuning). */
 CLNORM_API size_t clnorm_ctx_tuned_count(const clnorm_ctx *ctx);
 
-/* Static name of a choice reason ("forced", "tuned", "nearest", "builtin", "heuristic"). */
+/* Static name of a choice reason ("forced", "tuned", "nearest", "tuned (other driver)", "system",
+ * "builtin", "builtin (sibling)", ..., "heuristic": CLNORM_CHOICE_MAP). */
 CLNORM_API const char *clnorm_choice_string(clnorm_choice why);
 
 /* Writes a short description such as "wg=256 tpr=256 vec=4 hold=4 reduce=local stats=welford"

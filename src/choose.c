@@ -1,5 +1,6 @@
 /* The choice of a variant for a call: the chain of fallback levels (forced, tuned, nearest tuned,
- * built-in, heuristic), and the set of variants that failed at launch, which the chain skips. */
+ * tuned under another driver, system database, built-in for the model, its sibling and its
+ * vendor, heuristic), and the set of variants that failed at launch, which the chain skips. */
 #include "internal.h"
 #include "names.h"
 
@@ -149,18 +150,30 @@ clnorm_status clnorm__heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, c
   return st;
 }
 
-/* The levels of the choice that read a table, in the order they are tried: this device's tuned
- * results (the exact shape, then the nearest one its own A/B showed to win), then the built-in
- * table (exact, then nearest). The heuristic is the last level (clnorm__heuristic_pick). */
-enum { TUNED_TABLE, BUILTIN_TABLE };
+/* The levels of the choice that read a table, in the order they are tried, each table (tuned.c)
+ * for the exact shape, then the nearest one: this device's results in the user's database under
+ * this driver, then under other driver versions (re-measured by the next `normtune tune`); the
+ * same two of the system database; the built-in table's entries for this model, then for
+ * another model of the same architecture, then the vendor's defaults. The heuristic is the last
+ * level (clnorm__heuristic_pick). */
 static const struct {
   clnorm_choice why;
-  int table;
+  clnorm_table_id table;
   int exact; /* clnorm__tuned_find's `exact` */
-} levels[] = {{CLNORM_CHOICE_TUNED, TUNED_TABLE, 1},
-              {CLNORM_CHOICE_NEAREST, TUNED_TABLE, 0},
-              {CLNORM_CHOICE_BUILTIN, BUILTIN_TABLE, 1},
-              {CLNORM_CHOICE_BUILTIN, BUILTIN_TABLE, 0}};
+} levels[] = {{CLNORM_CHOICE_TUNED, CLNORM_TABLE_TUNED, 1},
+              {CLNORM_CHOICE_NEAREST, CLNORM_TABLE_TUNED, 0},
+              {CLNORM_CHOICE_TUNED_OTHER_DRIVER, CLNORM_TABLE_TUNED_OTHER, 1},
+              {CLNORM_CHOICE_TUNED_OTHER_DRIVER, CLNORM_TABLE_TUNED_OTHER, 0},
+              {CLNORM_CHOICE_SYSTEM, CLNORM_TABLE_SYSTEM, 1},
+              {CLNORM_CHOICE_SYSTEM, CLNORM_TABLE_SYSTEM, 0},
+              {CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, CLNORM_TABLE_SYSTEM_OTHER, 1},
+              {CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, CLNORM_TABLE_SYSTEM_OTHER, 0},
+              {CLNORM_CHOICE_BUILTIN, CLNORM_TABLE_BUILTIN, 1},
+              {CLNORM_CHOICE_BUILTIN, CLNORM_TABLE_BUILTIN, 0},
+              {CLNORM_CHOICE_BUILTIN_SIBLING, CLNORM_TABLE_SIBLING, 1},
+              {CLNORM_CHOICE_BUILTIN_SIBLING, CLNORM_TABLE_SIBLING, 0},
+              {CLNORM_CHOICE_BUILTIN_VENDOR, CLNORM_TABLE_VENDOR, 1},
+              {CLNORM_CHOICE_BUILTIN_VENDOR, CLNORM_TABLE_VENDOR, 0}};
 #define LEVELS (int)(sizeof levels / sizeof levels[0])
 
 /* The variant to run and its built program. A forced variant is used as given or refused; a
@@ -181,10 +194,9 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   int have[LEVELS] = {0};
   clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int l = 0; l < LEVELS; l++) {
-    const int tuned = levels[l].table == TUNED_TABLE;
-    const clnorm_tuned *t = clnorm__tuned_find(
-        tuned ? ctx->tuned : ctx->builtin, tuned ? ctx->tuned_count : ctx->builtin_count, call->op,
-        call->dtype, call->cols, row_class, levels[l].exact);
+    const clnorm_table *table = &ctx->tables[levels[l].table];
+    const clnorm_tuned *t = clnorm__tuned_find(table->rows, table->count, call->op, call->dtype,
+                                               call->cols, row_class, levels[l].exact);
     if (t) {
       found[l] = t->variant;
       have[l] = 1;

@@ -1,3 +1,4 @@
+#include "db.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -94,6 +95,8 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
     else
       info->ptx_sm = 1;
   }
+  clnorm__driver_family(version, info->family, sizeof info->family);
+  clnorm__device_arch(info->vendor_id, info->name, info->ptx_sm, info->arch, sizeof info->arch);
   char platform_version[256];
   CHECK_CL(ctx, clGetPlatformInfo(platform, CL_PLATFORM_VERSION, sizeof platform_version,
                                   platform_version, NULL));
@@ -164,13 +167,16 @@ clnorm_status clnorm_ctx_create(cl_context context, cl_device_id device, clnorm_
   clRetainContext(context);
   clRetainDevice(device);
   clnorm__builtin_load(ctx);
+  clnorm__system_load(ctx);
   clnorm__bincache_init(ctx);
   /* A missing or bad tuning database never fails the context: calls use the built-in table and
    * the heuristic, and the log says why. */
   if (clnorm__tuning_load(ctx, NULL) != CLNORM_OK)
     clnorm__log(CLNORM_LOG_INFO, "%s", clnorm_ctx_errmsg(ctx));
   else
-    clnorm__log(CLNORM_LOG_INFO, "%zu tuned results for %s", ctx->tuned_count, info_name(ctx));
+    clnorm__log(CLNORM_LOG_INFO, "%zu tuned results for %s (%zu of other driver versions)",
+                ctx->tables[CLNORM_TABLE_TUNED].count, info_name(ctx),
+                ctx->tables[CLNORM_TABLE_TUNED_OTHER].count);
   clnorm__clear_error(ctx);
   *out = ctx;
   return CLNORM_OK;

@@ -476,7 +476,7 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
   clnorm__db_clear(err, err_size);
   if (!path || !*path)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "no tuning database path given");
-  if (mode != CLNORM_DB_READ && mode != CLNORM_DB_WRITE)
+  if (mode != CLNORM_DB_READ && mode != CLNORM_DB_WRITE && mode != CLNORM_DB_READONLY)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "unknown database open mode %d",
                             mode);
   const int writing = mode == CLNORM_DB_WRITE;
@@ -518,13 +518,18 @@ static clnorm_status open_db(const char *path, int mode, clnorm_db **out, proble
   db->writable = writing;
   /* A reader that may write the file opens it read-write (and query_only): as the last
    * connection, it then removes the -wal and -shm files on closing instead of leaving them. */
-  const int flags = writing                   ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                    : access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE
-                                              : SQLITE_OPEN_READONLY;
+  const int flags = writing ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                    : mode == CLNORM_DB_READ && access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE
+                                                                        : SQLITE_OPEN_READONLY;
   const char *what = "opening";
   char inspected[512] = ""; /* SQLite's message of a failed inspect() */
   sqlite3_int64 app_id = 0, version = 0, objects = 0;
-  int rc = sqlite3_open_v2(path, &db->sql, flags, NULL);
+  /* The system database is opened as immutable: nothing, not even a -shm file, is written
+   * beside it (it is installed whole, checkpointed, as normtune leaves a database it closes). */
+  char *system_uri = mode == CLNORM_DB_READONLY ? immutable_uri(path) : NULL;
+  int rc = sqlite3_open_v2(system_uri ? system_uri : path, &db->sql,
+                           system_uri ? flags | SQLITE_OPEN_URI : flags, NULL);
+  free(system_uri);
   if (rc == SQLITE_OK) {
     sqlite3_busy_timeout(db->sql, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(db->sql, 1);

@@ -40,6 +40,22 @@ typedef struct clnorm_device_identity {
 /* 1 when a and b are the same identity (every field equal), else 0. */
 int clnorm__identity_equal(const clnorm_device_identity *a, const clnorm_device_identity *b);
 
+/* 1 when a and b are the same device, possibly under different driver versions: vendor id,
+ * vendor, name, compute units and local memory equal (the driver and OpenCL version strings and
+ * the clock a driver reports may change with it). */
+int clnorm__identity_same_device(const clnorm_device_identity *a,
+                                 const clnorm_device_identity *b);
+
+/* The driver family of a CL_DEVICE_VERSION: its first word after "OpenCL N.M " ("OpenCL 3.0 CUDA"
+ * -> "CUDA", "OpenCL 3.0 PoCL HSTR: ..." -> "PoCL"), at most size - 1 bytes; "" when none. */
+void clnorm__driver_family(const char *cl_version, char *out, size_t size);
+
+/* A device's architecture as the built-in table names it: NVIDIA's "sm_<major><minor>" from the
+ * compute capability (nv_sm: major * 10 + minor, below 10 when not known), an AMD device's gfx
+ * name (its name up to a ':'); "" otherwise. */
+void clnorm__device_arch(cl_uint vendor_id, const char *name, unsigned nv_sm, char *out,
+                         size_t size);
+
 /* How a measured candidate ended; stored as its name ("ok", "wrong", ...).
  *   OK           verified and timed
  *   WRONG        failed verification
@@ -88,6 +104,8 @@ typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device
 
 #define CLNORM_DB_READ 0  /* the library: never creates or changes anything */
 #define CLNORM_DB_WRITE 1 /* normtune: creates parent directories and the file, migrates */
+/* the system database: as READ, and opened read-only even where this process may write it */
+#define CLNORM_DB_READONLY 2
 
 /* Writes the default database path into buf: $CLNORM_DB, else $XDG_CACHE_HOME/clnorm/tuning.db,
  * else $HOME/.cache/clnorm/tuning.db (empty variables and a relative XDG_CACHE_HOME are ignored);
@@ -96,8 +114,9 @@ typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device
 clnorm_status clnorm__db_default_path(char *buf, size_t size, char *err, size_t err_size);
 
 /* Opens the database at path; *out receives the handle (NULL on failure). mode is
- * CLNORM_DB_READ or CLNORM_DB_WRITE. Reading needs an existing database of a schema this build
- * reads (older ones included), changes nothing, and works on read-only files and directories.
+ * CLNORM_DB_READ, CLNORM_DB_READONLY or CLNORM_DB_WRITE. Reading needs an existing database of a
+ * schema this build reads (older ones included), changes nothing, and works on read-only files
+ * and directories.
  * Writing creates the file (WAL, 5 s busy timeout), migrates an older schema and checks
  * integrity. CLNORM_E_DB, with err naming the path, when the file is missing (reading), read-only
  * or in a read-only directory (writing), corrupt or not a database ("is corrupt"), another

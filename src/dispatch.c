@@ -289,7 +289,7 @@ size_t clnorm_ctx_tuned_count(const clnorm_ctx *ctx) {
   if (!ctx)
     return 0;
   clnorm__mutex_lock((clnorm_mutex *)&ctx->lock);
-  const size_t n = ctx->tuned_count;
+  const size_t n = ctx->tables[CLNORM_TABLE_TUNED].count;
   clnorm__mutex_unlock((clnorm_mutex *)&ctx->lock);
   return n;
 }

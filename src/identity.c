@@ -89,3 +89,40 @@ int clnorm__identity_equal(const clnorm_device_identity *a, const clnorm_device_
          strcmp(a->driver_version, b->driver_version) == 0 &&
          strcmp(a->cl_version, b->cl_version) == 0;
 }
+
+int clnorm__identity_same_device(const clnorm_device_identity *a,
+                                 const clnorm_device_identity *b) {
+  return a->vendor_id == b->vendor_id && a->compute_units == b->compute_units &&
+         a->local_mem == b->local_mem && strcmp(a->vendor, b->vendor) == 0 &&
+         strcmp(a->name, b->name) == 0;
+}
+
+void clnorm__driver_family(const char *cl_version, char *out, size_t size) {
+  if (!size)
+    return;
+  out[0] = '\0';
+  const char *p = cl_version;
+  if (strncmp(p, "OpenCL ", 7) != 0)
+    return;
+  p += 7;
+  while (*p && *p != ' ')
+    p++; /* the version number */
+  while (*p == ' ')
+    p++;
+  size_t n = 0;
+  while (p[n] && p[n] != ' ' && n + 1 < size)
+    n++;
+  memcpy(out, p, n);
+  out[n] = '\0';
+}
+
+void clnorm__device_arch(cl_uint vendor_id, const char *name, unsigned nv_sm, char *out,
+                         size_t size) {
+  if (!size)
+    return;
+  out[0] = '\0';
+  if (vendor_id == 0x10de && nv_sm >= 10)
+    snprintf(out, size, "sm_%u", nv_sm);
+  else if (vendor_id == 0x1002 && strncmp(name, "gfx", 3) == 0)
+    snprintf(out, size, "%.*s", (int)strcspn(name, ":"), name);
+}

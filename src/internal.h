@@ -25,6 +25,11 @@ typedef struct clnorm_device_info {
    * NVIDIA's but the query failed, 0 elsewhere: the kernels' -DPTX, which gates the PTX each
    * architecture has (cvt.rn.bf16x2.f32 from 80). */
   unsigned ptx_sm;
+  /* What the built-in table matches besides the name (clnorm__driver_family,
+   * clnorm__device_arch): "CUDA" and "sm_90" for an H100 under NVIDIA's OpenCL; arch "" where
+   * none is known. */
+  char family[32];
+  char arch[32];
   char subgroup_std[8]; /* -cl-std for sub-group kernels: CL2.0 or CL3.0 */
   /* Launch every kernel of a program with one global size, whatever the call (the kernels
    * stride over rows and columns): PoCL before 6 asserts when launches of one kernel with
@@ -111,11 +116,35 @@ typedef struct clnorm_tuned {
   clnorm_variant variant;
 } clnorm_tuned;
 
-/* A shipped winner: for devices whose name contains `device`. */
+/* A shipped winner (src/builtin_table.h, written by `normtune builtin`): for the device of this
+ * vendor id, CL_DEVICE_NAME and driver family; a device of the same vendor, family and
+ * architecture without an entry of its own for the shape falls back to it (a sibling). device
+ * "": the vendor's default for the family, for every device of it. */
 typedef struct clnorm_builtin {
+  cl_uint vendor_id;
   const char *device;
+  const char *family;
+  const char *arch; /* "": not known; no sibling falls back to this entry */
   clnorm_tuned entry;
 } clnorm_builtin;
+
+/* The tables the choice reads, in the order its levels try them (choose.c). Each is sorted by
+ * op, dtype, row class, cols, one entry per shape. */
+typedef enum clnorm_table_id {
+  CLNORM_TABLE_TUNED,        /* the user's database: this device and driver */
+  CLNORM_TABLE_TUNED_OTHER,  /* the user's database: this device under other driver versions */
+  CLNORM_TABLE_SYSTEM,       /* the system database: this device and driver */
+  CLNORM_TABLE_SYSTEM_OTHER, /* the system database: this device, other driver versions */
+  CLNORM_TABLE_BUILTIN,      /* the built-in table: this model and driver family */
+  CLNORM_TABLE_SIBLING,      /* the built-in table: another model of the same architecture */
+  CLNORM_TABLE_VENDOR,       /* the built-in table: the vendor's default for the family */
+  CLNORM_TABLES
+} clnorm_table_id;
+
+typedef struct clnorm_table {
+  clnorm_tuned *rows; /* malloc'd, owned by the context */
+  size_t count;
+} clnorm_table;
 
 /* What the on-disk program cache (bincache.c) did for one context; read by the tests. */
 typedef struct clnorm_bincache_stats {
@@ -170,11 +199,7 @@ struct clnorm_ctx {
   clnorm_mutex lock; /* guards the program table and each program's free list */
   clnorm_cond built; /* signalled when a program's build ends */
   clnorm_program *programs[CLNORM_PROGRAM_BUCKETS];
-  clnorm_tuned *tuned; /* sorted by op, dtype, row class, cols; replaced whole under lock */
-  size_t tuned_count;
-  const clnorm_tuned *builtin; /* this device's shipped winners, sorted like tuned */
-  size_t builtin_count;
-  clnorm_tuned *builtin_own;
+  clnorm_table tables[CLNORM_TABLES]; /* each replaced whole under lock */
   uint64_t logged[CLNORM_LOGGED]; /* shape classes whose choice was logged (0: empty slot) */
   char *bincache_dir;             /* the program binary cache's directory; NULL: off */
   char *bincache_device;          /* the device and driver part of its keys */
@@ -314,13 +339,25 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
 size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols);
 uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_variant *v);
 
-/* tuned.c: the tuned and built-in tables. */
+/* tuned.c: the tuned, system and built-in tables. _tuning_load: the user's database (path NULL:
+ * the default one); _system_load: the system database ($CLNORM_SYSTEM_DB, else
+ * CLNORM_SYSTEM_DB_PATH), read-only, never failing (a missing one is no system table, a damaged
+ * one a warning); _builtin_load: the entries of src/builtin_table.h for this device. */
 clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path);
+void clnorm__system_load(clnorm_ctx *ctx);
 void clnorm__builtin_load(clnorm_ctx *ctx);
+/* Test hook: matches `table` (count entries) instead of the compiled one, as if this device's
+ * architecture were `arch` (NULL: its own, ctx->info.arch). */
+void clnorm__builtin_use(clnorm_ctx *ctx, const clnorm_builtin *table, size_t count,
+                         const char *arch);
+/* The system database's path: 1 with it in buf, 0 when there is none ($CLNORM_SYSTEM_DB empty,
+ * or no path compiled in). */
+int clnorm__system_db_path(char *buf, size_t size);
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
                                        clnorm_dtype dtype, size_t cols, unsigned row_class,
                                        int exact);
-/* Drops the tuned table (the dispatcher falls back to the built-in table and the heuristic):
+/* Drops the user's tables, this driver's and other drivers' (the dispatcher falls back to the
+ * system database, the built-in table and the heuristic):
  * normtune bench, when its --db cannot be read, must not run the default database's winners. */
 void clnorm__tuning_clear(clnorm_ctx *ctx);
 void clnorm__tuning_free(clnorm_ctx *ctx);

@@ -1,5 +1,7 @@
-/* The tuned table (winners read from the tuning database once per context) and the built-in
- * table (winners shipped for known devices). Both are kept in memory: no SQL on the hot path. */
+/* The tables the choice reads (choose.c): the user's tuning database (this device's winners under
+ * this driver, and under other driver versions), the read-only system database (the same two),
+ * and the built-in table (this model, another model of its architecture, the vendor's defaults).
+ * All are read once per context and kept in memory: no SQL on the hot path. */
 #include "db.h"
 #include "internal.h"
 
@@ -7,11 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Winners we ship, from `normtune tune` runs written down in docs/PERFORMANCE.md. */
+/* Winners we ship: src/builtin_table.h, written by `normtune builtin` (docs/tuned/README.md). */
 static const clnorm_builtin builtin_table[] = {
+#define CLNORM_BUILTIN(vendor_id, device, family, arch, op, dtype, cols, row_class, wg, tpr, vec,   \
+                       hold, reduce, stats)                                                        \
+  {vendor_id, device, family, arch, {op, dtype, cols, row_class, {wg, tpr, vec, hold, reduce, stats}}},
 #include "builtin_table.h"
-    {NULL, {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0, {0, 0, 0, 0, CLNORM_REDUCE_LOCAL,
-                                                    CLNORM_STATS_WELFORD}}} /* end */
+#undef CLNORM_BUILTIN
+    {0, NULL, NULL, NULL,
+     {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0,
+      {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}}} /* end */
 };
 
 static int tuned_cmp(const void *pa, const void *pb) {
@@ -21,35 +28,86 @@ static int tuned_cmp(const void *pa, const void *pb) {
   return clnorm__keys_cmp(ka, kb, 4);
 }
 
-/* A table key names devices by a part of their name, or by its start when it begins with '^'
- * ("^pthread-" is every CPU of PoCL 1-4, "^cpu-" of PoCL 5 on: PoCL names a CPU device
- * "<driver>-<LLVM CPU>-<model>"). */
-static int builtin_matches(const char *key, const char *name) {
-  if (!key)
+/* Replaces table `id` (rows: malloc'd, owned by ctx from now on). Readers copy what they find
+ * under the lock, so nobody holds a pointer into the old one. */
+static void set_table(clnorm_ctx *ctx, clnorm_table_id id, clnorm_tuned *rows, size_t count) {
+  clnorm__mutex_lock(&ctx->lock);
+  clnorm_tuned *old = ctx->tables[id].rows;
+  ctx->tables[id].rows = rows;
+  ctx->tables[id].count = count;
+  clnorm__mutex_unlock(&ctx->lock);
+  free(old);
+}
+
+/* A built-in entry in table order, for choosing one per shape. */
+typedef struct ranked {
+  clnorm_tuned entry;
+  size_t index;
+} ranked;
+
+static int ranked_cmp(const void *pa, const void *pb) {
+  const ranked *a = pa, *b = pb;
+  const int c = tuned_cmp(&a->entry, &b->entry);
+  return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+enum { OWN, SIBLING, VENDOR };
+
+static int builtin_takes(const clnorm_builtin *b, const clnorm_device_info *info, int kind,
+                         const char *arch) {
+  if (!b->device || b->vendor_id != info->vendor_id || strcmp(b->family, info->family) != 0)
     return 0;
-  if (key[0] == '^')
-    return strncmp(name, key + 1, strlen(key + 1)) == 0;
-  return strstr(name, key) != NULL;
+  switch (kind) {
+  case OWN:
+    return b->device[0] && strcmp(b->device, info->name) == 0;
+  case SIBLING:
+    return b->device[0] && strcmp(b->device, info->name) != 0 && arch[0] &&
+           strcmp(b->arch, arch) == 0;
+  default:
+    return b->device[0] == '\0';
+  }
+}
+
+/* Table `id`: the entries of `kind` for this device, one per shape (the first in the table's
+ * order: `normtune builtin` sorts by device name). */
+static void builtin_select(clnorm_ctx *ctx, const clnorm_builtin *table, size_t count,
+                           clnorm_table_id id, int kind, const char *arch) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++)
+    n += builtin_takes(&table[i], &ctx->info, kind, arch);
+  ranked *r = n ? malloc(n * sizeof *r) : NULL;
+  clnorm_tuned *rows = n ? malloc(n * sizeof *rows) : NULL;
+  if (!r || !rows) { /* none, or out of memory: the later levels still work */
+    free(r);
+    free(rows);
+    set_table(ctx, id, NULL, 0);
+    return;
+  }
+  n = 0;
+  for (size_t i = 0; i < count; i++)
+    if (builtin_takes(&table[i], &ctx->info, kind, arch))
+      r[n++] = (ranked){table[i].entry, i};
+  qsort(r, n, sizeof *r, ranked_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (k == 0 || tuned_cmp(&rows[k - 1], &r[i].entry) != 0)
+      rows[k++] = r[i].entry;
+  free(r);
+  set_table(ctx, id, rows, k);
+}
+
+void clnorm__builtin_use(clnorm_ctx *ctx, const clnorm_builtin *table, size_t count,
+                         const char *arch) {
+  if (!arch)
+    arch = ctx->info.arch;
+  builtin_select(ctx, table, count, CLNORM_TABLE_BUILTIN, OWN, arch);
+  builtin_select(ctx, table, count, CLNORM_TABLE_SIBLING, SIBLING, arch);
+  builtin_select(ctx, table, count, CLNORM_TABLE_VENDOR, VENDOR, arch);
 }
 
 void clnorm__builtin_load(clnorm_ctx *ctx) {
-  const size_t n = sizeof builtin_table / sizeof builtin_table[0];
-  size_t mine = 0;
-  for (size_t i = 0; i < n; i++)
-    mine += builtin_matches(builtin_table[i].device, ctx->info.name);
-  if (mine == 0)
-    return;
-  clnorm_tuned *t = malloc(mine * sizeof *t);
-  if (!t)
-    return; /* the heuristic still works */
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (builtin_matches(builtin_table[i].device, ctx->info.name))
-      t[k++] = builtin_table[i].entry;
-  qsort(t, k, sizeof *t, tuned_cmp);
-  ctx->builtin_own = t;
-  ctx->builtin = t;
-  ctx->builtin_count = k;
+  clnorm__builtin_use(ctx, builtin_table, sizeof builtin_table / sizeof builtin_table[0] - 1,
+                      NULL);
 }
 
 /* Trailing zero bits of cols, capped at 4: rows of the same class allow the same vector widths. */
@@ -92,15 +150,107 @@ const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, 
   return best;
 }
 
-/* Replaces the tuned table (table: malloc'd, owned by ctx from now on). Readers copy what they
- * find under the lock, so nobody holds a pointer into the old one. */
-static void set_tuned(clnorm_ctx *ctx, clnorm_tuned *table, size_t count) {
-  clnorm__mutex_lock(&ctx->lock);
-  clnorm_tuned *old = ctx->tuned;
-  ctx->tuned = table;
-  ctx->tuned_count = count;
-  clnorm__mutex_unlock(&ctx->lock);
-  free(old);
+/* results as a sorted table (malloc'd; NULL when count is 0 or out of memory). */
+static clnorm_tuned *to_table(const clnorm_result *results, size_t count) {
+  clnorm_tuned *table = count ? malloc(count * sizeof *table) : NULL;
+  for (size_t i = 0; table && i < count; i++) {
+    table[i].op = results[i].op;
+    table[i].dtype = results[i].dtype;
+    table[i].cols = (size_t)results[i].cols;
+    table[i].row_class = results[i].row_class;
+    table[i].variant = results[i].variant;
+  }
+  if (table) /* qsort's array may not be NULL, even for no elements */
+    qsort(table, count, sizeof *table, tuned_cmp);
+  return table;
+}
+
+/* The identities stored of this device under other driver versions. */
+typedef struct others {
+  const clnorm_device_identity *self;
+  clnorm_device_identity *items;
+  size_t count;
+  int no_memory;
+} others;
+
+static int other_driver(void *user, const clnorm_device_identity *device,
+                        const clnorm_db_device_counts *counts) {
+  others *o = user;
+  if (counts->shapes == 0 || !clnorm__identity_same_device(device, o->self) ||
+      clnorm__identity_equal(device, o->self))
+    return 0;
+  clnorm_device_identity *items = realloc(o->items, (o->count + 1) * sizeof *items);
+  if (!items) {
+    o->no_memory = 1;
+    return 1;
+  }
+  o->items = items;
+  o->items[o->count++] = *device;
+  return 0;
+}
+
+static int same_shape(const clnorm_result *a, const clnorm_result *b) {
+  return a->op == b->op && a->dtype == b->dtype && a->row_class == b->row_class &&
+         a->cols == b->cols;
+}
+
+/* By shape, then the latest measured first, then the fastest. */
+static int newest_cmp(const void *pa, const void *pb) {
+  const clnorm_result *a = pa, *b = pb;
+  const uint64_t ka[] = {a->op, a->dtype, a->row_class, a->cols};
+  const uint64_t kb[] = {b->op, b->dtype, b->row_class, b->cols};
+  const int c = clnorm__keys_cmp(ka, kb, 4);
+  if (c)
+    return c;
+  if (a->measured_at != b->measured_at)
+    return a->measured_at > b->measured_at ? -1 : 1;
+  return (a->median_s > b->median_s) - (a->median_s < b->median_s);
+}
+
+/* The winners of this device under other driver versions, per shape the latest measured, as a
+ * sorted table in *out (*count entries). */
+static clnorm_status read_other_drivers(clnorm_db *db, const clnorm_device_identity *self,
+                                        clnorm_tuned **out, size_t *count, char *err,
+                                        size_t err_size) {
+  *out = NULL;
+  *count = 0;
+  others o = {self, NULL, 0, 0};
+  clnorm_status st =
+      clnorm__db_devices(db, clnorm__kernel_hash(), other_driver, &o, err, err_size);
+  if (st == CLNORM_OK && o.no_memory)
+    st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
+  clnorm_result *all = NULL;
+  size_t n = 0;
+  for (size_t i = 0; st == CLNORM_OK && i < o.count; i++) {
+    clnorm_result *got = NULL;
+    size_t got_n = 0;
+    st = clnorm__db_winners(db, &o.items[i], clnorm__kernel_hash(), &got, &got_n, err, err_size);
+    clnorm_result *grown = got_n ? realloc(all, (n + got_n) * sizeof *all) : all;
+    if (st == CLNORM_OK && !grown)
+      st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
+    if (st == CLNORM_OK && got_n) {
+      all = grown;
+      memcpy(all + n, got, got_n * sizeof *got);
+      n += got_n;
+    }
+    free(got);
+  }
+  free(o.items);
+  if (st != CLNORM_OK || n == 0) {
+    free(all);
+    return st;
+  }
+  qsort(all, n, sizeof *all, newest_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (k == 0 || !same_shape(&all[k - 1], &all[i]))
+      all[k++] = all[i];
+  *out = to_table(all, k);
+  free(all);
+  if (!*out)
+    return clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
+  *count = k;
+  return CLNORM_OK;
 }
 
 clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
@@ -122,8 +272,8 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   clnorm_result *results = NULL;
   size_t count = 0;
   st = clnorm__db_winners(db, &id, clnorm__kernel_hash(), &results, &count, err, sizeof err);
-  /* Stale results are not used; counting them lets errmsg say why a tuned device falls back.
-   * A failure to count only loses that note. */
+  /* Stale results are not used as this driver's; counting them lets errmsg say why a tuned
+   * device falls back. A failure to count only loses that note. */
   char dropped_why[192];
   const uint64_t dropped = clnorm__db_skipped(db, dropped_why, sizeof dropped_why);
   clnorm_db_stale stale = {0, 0};
@@ -132,33 +282,34 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
       clnorm__db_stale(db, &id, clnorm__kernel_hash(), &stale, stale_err, sizeof stale_err) !=
           CLNORM_OK)
     stale.driver_changed = stale.kernels_changed = 0;
+  clnorm_tuned *other = NULL;
+  size_t other_count = 0;
+  if (st == CLNORM_OK)
+    st = read_other_drivers(db, &id, &other, &other_count, err, sizeof err);
   clnorm__db_close(db);
-  if (st != CLNORM_OK)
-    return clnorm__fail(ctx, st, "tuning database not used: %s", err);
-  clnorm_tuned *table = count ? malloc(count * sizeof *table) : NULL;
-  if (count && !table) {
+  if (st != CLNORM_OK) {
     free(results);
+    return clnorm__fail(ctx, st, "tuning database not used: %s", err);
+  }
+  clnorm_tuned *table = to_table(results, count);
+  free(results);
+  if (count && !table) {
+    free(other);
     return clnorm__fail(ctx, CLNORM_E_NO_MEMORY, "out of host memory loading tuned results");
   }
-  for (size_t i = 0; i < count; i++) {
-    table[i].op = results[i].op;
-    table[i].dtype = results[i].dtype;
-    table[i].cols = (size_t)results[i].cols;
-    table[i].row_class = results[i].row_class;
-    table[i].variant = results[i].variant;
-  }
-  free(results);
-  if (count) /* qsort's array may not be NULL, even for no elements */
-    qsort(table, count, sizeof *table, tuned_cmp);
-  set_tuned(ctx, table, count);
-  /* Notes on what was not used, in errmsg (the status stays OK) and the info log. */
-  char stale_note[256] = "", dropped_note[448] = "";
+  set_table(ctx, CLNORM_TABLE_TUNED, table, count);
+  set_table(ctx, CLNORM_TABLE_TUNED_OTHER, other, other_count);
+  /* Notes on what was not used, in errmsg (the status stays OK) and the log: a warning for
+   * results that are no use, the info level for other drivers' (a later level of the choice). */
+  char stale_note[320] = "", dropped_note[448] = "";
   if (stale.driver_changed || stale.kernels_changed)
     snprintf(stale_note, sizeof stale_note,
-             "; %llu stale results of this device are not used (%llu from another driver "
-             "version, %llu from other kernel sources): run `normtune tune` again",
+             "; %llu stale results of this device are not used as this driver's (%llu from "
+             "another driver version, used for %zu shapes only where this driver has none, as "
+             "`tuned (other driver)`; %llu from other kernel sources): run `normtune tune` again",
              (unsigned long long)(stale.driver_changed + stale.kernels_changed),
-             (unsigned long long)stale.driver_changed, (unsigned long long)stale.kernels_changed);
+             (unsigned long long)stale.driver_changed, other_count,
+             (unsigned long long)stale.kernels_changed);
   if (dropped)
     snprintf(dropped_note, sizeof dropped_note,
              "; %llu winners of this device dropped as invalid (edited by hand, damaged or from a "
@@ -167,14 +318,68 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   if (stale_note[0] || dropped_note[0]) {
     clnorm__fail(ctx, CLNORM_OK, "%zu tuned results loaded from '%s'%s%s", count, path,
                  dropped_note, stale_note);
-    clnorm__log(CLNORM_LOG_WARN, "%s", clnorm_ctx_errmsg(ctx));
+    clnorm__log(dropped || stale.kernels_changed ? CLNORM_LOG_WARN : CLNORM_LOG_INFO, "%s",
+                clnorm_ctx_errmsg(ctx));
   }
   return CLNORM_OK;
 }
 
-void clnorm__tuning_clear(clnorm_ctx *ctx) { set_tuned(ctx, NULL, 0); }
+int clnorm__system_db_path(char *buf, size_t size) {
+  const char *env = getenv("CLNORM_SYSTEM_DB");
+#ifdef CLNORM_SYSTEM_DB_PATH
+  const char *path = env ? env : CLNORM_SYSTEM_DB_PATH;
+#else
+  const char *path = env ? env : "";
+#endif
+  return path[0] && snprintf(buf, size, "%s", path) < (int)size;
+}
+
+void clnorm__system_load(clnorm_ctx *ctx) {
+  char path[4096], err[1024];
+  if (!clnorm__system_db_path(path, sizeof path))
+    return;
+  if (!clnorm__path_exists(path)) {
+    clnorm__log(CLNORM_LOG_INFO, "no system tuning database at '%s'", path);
+    return;
+  }
+  clnorm_device_identity id;
+  clnorm_db *db = NULL;
+  clnorm_result *results = NULL;
+  size_t count = 0;
+  clnorm_tuned *other = NULL;
+  size_t other_count = 0;
+  clnorm_status st = clnorm__device_identity(ctx->device, &id, err, sizeof err);
+  if (st == CLNORM_OK)
+    st = clnorm__db_open(path, CLNORM_DB_READONLY, &db, err, sizeof err);
+  if (st == CLNORM_OK)
+    st = clnorm__db_winners(db, &id, clnorm__kernel_hash(), &results, &count, err, sizeof err);
+  if (st == CLNORM_OK)
+    st = read_other_drivers(db, &id, &other, &other_count, err, sizeof err);
+  clnorm__db_close(db);
+  clnorm_tuned *table = st == CLNORM_OK ? to_table(results, count) : NULL;
+  free(results);
+  if (st == CLNORM_OK && count && !table)
+    st = CLNORM_E_NO_MEMORY;
+  if (st != CLNORM_OK) {
+    free(other);
+    clnorm__log(CLNORM_LOG_WARN, "system tuning database '%s' not used: %s", path,
+                st == CLNORM_E_NO_MEMORY && !err[0] ? "out of memory" : err);
+    return;
+  }
+  set_table(ctx, CLNORM_TABLE_SYSTEM, table, count);
+  set_table(ctx, CLNORM_TABLE_SYSTEM_OTHER, other, other_count);
+  clnorm__log(CLNORM_LOG_INFO,
+              "%zu results for %s from the system tuning database '%s' (%zu of other driver "
+              "versions)",
+              count, ctx->info.name, path, other_count);
+}
+
+void clnorm__tuning_clear(clnorm_ctx *ctx) {
+  set_table(ctx, CLNORM_TABLE_TUNED, NULL, 0);
+  set_table(ctx, CLNORM_TABLE_TUNED_OTHER, NULL, 0);
+}
 
 void clnorm__tuning_free(clnorm_ctx *ctx) {
-  free(ctx->tuned);
-  free(ctx->builtin_own);
+  for (int i = 0; i < CLNORM_TABLES; i++)
+    free(ctx->tables[i].rows);
 }

@@ -1,7 +1,7 @@
 /* Faults (issue 7): what a call does when its variant fails to build, fails at launch, or its
  * scratch memory cannot be allocated. The failures are injected with clnorm__fault_inject
  * (src/internal.h; a static link reaches it), each into a fresh context (CLNORM_LOG=info) whose
- * tuned table holds one variant for the call's shape, set through ctx->tuned.
+ * tuned table holds one variant for the call's shape, set through ctx->tables[CLNORM_TABLE_TUNED].
  *
  *   fallback: a build failure, CL_OUT_OF_RESOURCES or CL_INVALID_WORK_GROUP_SIZE at launch of
  *     the tuned variant (forward, f16 RMSNorm, backward first and second kernel): the call
@@ -91,9 +91,9 @@ static clnorm_ctx *tuned_ctx(const oc_case *c, const clnorm_variant *v) {
     exit(1);
   *t = (clnorm_tuned){c->op, c->dtype, c->cols, clnorm__row_class(c->rows), *v};
   clnorm__mutex_lock(&ctx->lock);
-  free(ctx->tuned);
-  ctx->tuned = t;
-  ctx->tuned_count = 1;
+  free(ctx->tables[CLNORM_TABLE_TUNED].rows);
+  ctx->tables[CLNORM_TABLE_TUNED].rows = t;
+  ctx->tables[CLNORM_TABLE_TUNED].count = 1;
   clnorm__mutex_unlock(&ctx->lock);
   return ctx;
 }

@@ -46,7 +46,7 @@
 
 typedef struct options {
   const char *device, *db, *strategy, *file, *out;
-  const char *c_table;  /* show --c-table KEY: lines for src/builtin_table.h */
+  const char *c_table;  /* show --c-table ARCH: lines for src/builtin_table.h */
   unsigned ops, dtypes; /* bit 1 << op, 1 << dtype; 0: not given (each command has a default) */
   size_t cols[64], ncols, rows[64], nrows;
   size_t grid_rows[MAX_GRID], grid_cols[MAX_GRID], ngrid; /* bench --grid */
@@ -353,6 +353,7 @@ void json_fields(const json_field *fields, size_t n);
 void json_number(const char *format, double v);
 int cmd_show(const options *o);
 int cmd_export(const options *o);
+int cmd_builtin(const options *o); /* normtune_builtin.c */
 int cmd_import(const options *o);
 int cmd_report(const options *o);
 

@@ -68,18 +68,21 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   char text[128], range[64];
   clnorm_variant_format(&r->variant, text, sizeof text);
   report_row_range(r->row_class, range, sizeof range);
-  if (st->c_table) { /* a line of src/builtin_table.h, with the figure it was chosen on */
-    /* the enumerators are the library's names in capitals: CLNORM_OP_ADD_RMSNORM, CLNORM_BF16 */
-    char op[32], dtype[8];
+  if (st->c_table) { /* a line of src/builtin_table.h (normtune builtin writes the whole file) */
+    char family[32];
+    clnorm__driver_family(dev->cl_version, family, sizeof family);
+    printf("CLNORM_BUILTIN(0x%xu, \"%s\", \"%s\", \"%s\", CLNORM_OP_", (unsigned)dev->vendor_id,
+           dev->name, family, st->c_table);
+    char op[32], dtype[8], reduce[16], stats[16];
     upper_copy(op, sizeof op, clnorm_op_name(r->op));
     upper_copy(dtype, sizeof dtype, clnorm_dtype_name(r->dtype));
-    static const char *const reduce[] = {"LOCAL", "SUBGROUP", "NVSHFL"};
-    printf("{\"%s\", {CLNORM_OP_%s, CLNORM_%s, %llu, %u, {%u, %u, %u, %u, CLNORM_REDUCE_%s, "
-           "CLNORM_STATS_%s}}}, /* %.1f GB/s at %llu rows (row class %s) */\n",
-           st->c_table, op, dtype, (unsigned long long)r->cols, r->row_class, r->variant.wg,
-           r->variant.tpr, r->variant.vec, r->variant.hold, reduce[r->variant.reduce],
-           r->variant.stats == CLNORM_STATS_TWOPASS ? "TWOPASS" : "WELFORD", r->gbps,
-           (unsigned long long)r->rows, range);
+    upper_copy(reduce, sizeof reduce, clnorm__reduce_names[r->variant.reduce]);
+    upper_copy(stats, sizeof stats, clnorm__stats_names[r->variant.stats]);
+    printf("%s, CLNORM_%s, %lluu, %uu, %uu, %uu, %uu, %uu, CLNORM_REDUCE_%s, CLNORM_STATS_%s) "
+           "/* %.1f GB/s at %llu rows (row class %s) */\n",
+           op, dtype, (unsigned long long)r->cols, r->row_class, r->variant.wg, r->variant.tpr,
+           r->variant.vec, r->variant.hold, reduce, stats, r->gbps, (unsigned long long)r->rows,
+           range);
     return 0;
   }
   if (st->json) {
@@ -121,8 +124,8 @@ int cmd_show(const options *o) {
   st.json = o->json;
   st.c_table = o->c_table;
   st.first = 1;
-  if (st.c_table && (strchr(st.c_table, '"') || strchr(st.c_table, '\\') || !o->device))
-    die(EXIT_USAGE, "--c-table: needs --device, and a KEY without quotes or backslashes");
+  if (st.c_table && (strpbrk(st.c_table, "\"\\ ") || !o->device))
+    die(EXIT_USAGE, "--c-table: needs --device, and an ARCH without quotes, backslashes or spaces");
   clnorm_device_identity id;
   const clnorm_device_identity *filter = NULL;
   uint64_t hash = clnorm__kernel_hash();

@@ -204,6 +204,8 @@ static unsigned command_options(const char *cmd, const options *o) {
     return OPT_DB;
   if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0)
     return OPT_FILE | OPT_DB;
+  if (strcmp(cmd, "builtin") == 0)
+    return OPT_FILE | OPT_OUT;
   if (strcmp(cmd, "strategies") == 0)
     return select;
   return 0; /* devices */
@@ -255,7 +257,9 @@ const char usage[] =
     "      [--device NAME|INDEX|gpu|cpu] [--db PATH] [--ops OP,...] [--dtypes f32,f16,bf16]\n"
     "      [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
     "      [--strategy exhaustive|random|anneal] [--fraction F] [--seed N] [--quiet]\n"
-    "  show [--db PATH] [--device ...] [--json | --c-table KEY]   the tuned winners\n"
+    "  show [--db PATH] [--device ...] [--json | --c-table ARCH]   the tuned winners\n"
+    "  builtin INPUT [--out FILE]   src/builtin_table.h from a folder of exports (docs/tuned),\n"
+    "                          a .json export or a .db\n"
     "  bench [--device ...] [--db PATH] [--ops ...] [--dtypes ...] [--cols ...]\n"
     "      [--rows ...] [--json]\n"
     "                          tuned choice vs heuristic vs copy bandwidth, checked, in 5\n"
@@ -375,21 +379,21 @@ static const command_help helps[] = {
      "overwritten; the same command resumes from what it holds), 130 interrupted (results\n"
      "kept; run the same command to resume)\n"},
     {"show",
-     "usage: normtune show [--db PATH] [--device D] [--json | --c-table KEY]\n"
+     "usage: normtune show [--db PATH] [--device D] [--json | --c-table ARCH]\n"
      "\n"
      "Prints the tuned winner of each shape (current kernels only): op, dtype, cols, row class\n"
      "(the row counts it covers: 1-16, 17-256, 257-4096, 4097+), the rows it was tuned at,\n"
      "median time, GB/s and variant. With --device, only that device, and how many of its\n"
      "results are stale.\n"
      "\n" HELP_DB HELP_DEVICE "  --json                one JSON array\n"
-     "  --c-table KEY         lines for src/builtin_table.h (the winners shipped in the\n"
-     "                        library), keyed by KEY: a part of the device name, or its\n"
-     "                        start when KEY begins with ^ (needs --device)\n"
+     "  --c-table ARCH        lines for src/builtin_table.h (the winners shipped in the\n"
+     "                        library) of this device and architecture (needs --device;\n"
+     "                        normtune builtin writes the whole file)\n"
      "\n"
      "examples:\n"
      "  normtune show\n"
      "  normtune show --device gpu --json > winners.json\n"
-     "  normtune show --device H100 --c-table H100 >> src/builtin_table.h\n"
+     "  normtune show --device H100 --c-table sm_90\n"
      "\n" HELP_EXIT_COMMON},
     {"bench",
      "usage: normtune bench [--device D] [--db PATH] [--ops ...] [--dtypes ...]\n"
@@ -481,6 +485,22 @@ static const command_help helps[] = {
      "examples:\n"
      "  normtune import results.json\n"
      "  gunzip -c results.json.gz | normtune import - --db /srv/clnorm/tuning.db\n"
+     "\n" HELP_EXIT_COMMON},
+    {"builtin",
+     "usage: normtune builtin DIR|FILE.json|FILE.db [--out FILE]\n"
+     "\n"
+     "Writes the built-in table (src/builtin_table.h) from the winners of this build's kernels\n"
+     "in every .json export and .db of DIR (or in one file), sorted, with a comment naming\n"
+     "the input. Entries are keyed by vendor id, device name and driver family; DIR's\n"
+     "devices.tsv (DEVICE NAME<TAB>ARCH[<TAB>default] a line) gives each device its\n"
+     "architecture, whose other models fall back to its entries, and marks the devices whose\n"
+     "entries are also their vendor's defaults. See docs/tuned/README.md.\n"
+     "\n"
+     "  --out FILE            where to write (default: standard output)\n"
+     "\n"
+     "examples:\n"
+     "  normtune builtin docs/tuned --out src/builtin_table.h\n"
+     "  normtune builtin results.json\n"
      "\n" HELP_EXIT_COMMON},
     {"strategies",
      "usage: normtune strategies [--device D] [--db PATH] [--ops ...] [--dtypes ...]\n"

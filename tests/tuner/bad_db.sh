@@ -69,7 +69,9 @@ stale)
   expect_rc 0 import "$NORMTUNE" import "$WORK/stale.json" --db "$BAD"
   n=$(results "$BAD")
   [[ $n -gt 0 && $n -eq $(results "$GOOD") ]] || fail "the stale database holds $n results"
-  dispatch library fallback "$BAD" "stale|driver" "$GOOD"
+  CLNORM_LOG=info dispatch library fallback "$BAD" "stale|driver" "$GOOD"
+  expect_in "$WORK/library.err" "^clnorm: layernorm f32 rows=64 cols=256 .*\\(tuned \\(other driver\\)\\)$" \
+    "another driver's results are used, and the info log says so"
   expect_rc 0 show "$NORMTUNE" show --db "$BAD" --device "$device"
   expect_in "$WORK/show.out" "$n results of this device are stale \\($n: driver changed" \
     "show says the results are stale"

@@ -1,0 +1,485 @@
+/* The fallback levels of the choice (src/choose.c, src/tuned.c; docs/TUNING.md, "Where a choice
+ * comes from"). Results are written through db.h, not tuned, so the cases take seconds; each
+ * stored variant is a verified-usable one unlike the heuristic's, so a level that is skipped or
+ * taken from the wrong table shows.
+ *
+ *   test_fallback
+ *     other driver: the user's database holds this device's results under other driver versions
+ *       only: `tuned (other driver)` with the latest measured of them, named so by the info log,
+ *       and the call matches the reference; a result of this driver for another shape: `tuned`.
+ *     system: the system database ($CLNORM_SYSTEM_DB) is consulted after the user's: a shape in
+ *       both runs the user's variant, a shape only in the system one `system`, this device under
+ *       another driver in the system one `system (other driver)`; the file is left unchanged.
+ *     damaged: a garbage, a truncated and a missing system database: the context is created, a
+ *       warning names the damaged file (none for the missing one), calls match the reference.
+ *   test_fallback builtin TABLE_H ARCH
+ *     TABLE_H: written by `normtune builtin` (tests/tuner/builtin.sh) from results of this
+ *     device renamed as another model of architecture ARCH, and marked as its vendor's default.
+ *     Matched as this device with architecture ARCH: `builtin (sibling)` with each entry's
+ *     variant; as another architecture: `builtin (vendor)`; the entries under this device's own
+ *     name: `builtin`. */
+#define _POSIX_C_SOURCE 200809L
+#include "db.h"
+#include "internal.h"
+#include "names.h"
+#include "op_case.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static harness h;
+static char tmp_dir[256];
+static clnorm_device_identity self;
+
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      harness_fail(__VA_ARGS__);                                                                   \
+  } while (0)
+
+/* The library's log lines at info and warn, collected through the callback. */
+static char log_text[65536];
+static size_t log_len;
+
+static void collect_line(clnorm_log_level level, const char *line, void *user) {
+  (void)user;
+  if (level > CLNORM_LOG_INFO)
+    return;
+  const int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%s: %s\n",
+                         level == CLNORM_LOG_WARN ? "warn" : "info", line);
+  if (n > 0 && log_len + (size_t)n < sizeof log_text)
+    log_len += (size_t)n;
+}
+
+static void log_clear(void) {
+  log_len = 0;
+  log_text[0] = '\0';
+}
+
+static int same_variant(const clnorm_variant *a, const clnorm_variant *b) {
+  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
+         a->reduce == b->reduce && a->stats == b->stats;
+}
+
+static clnorm_call shape(clnorm_op op, size_t rows, size_t cols) {
+  clnorm_call call;
+  memset(&call, 0, sizeof call);
+  call.op = op;
+  call.dtype = CLNORM_F32;
+  call.rows = rows;
+  call.cols = cols;
+  call.eps = 1e-5f;
+  return call;
+}
+
+#define ROWS 64
+#define COLS 256
+
+/* Variants of op that run ROWS x COLS here, unlike the heuristic's and each other: out[0..n). */
+static void pick_variants(clnorm_op op, clnorm_variant *out, size_t n) {
+  const clnorm_call call = shape(op, ROWS, COLS);
+  clnorm_variant heuristic, all[1024];
+  if (clnorm_heuristic(h.ctx, &call, &heuristic) != CLNORM_OK) {
+    harness_fail("clnorm_heuristic: %s", clnorm_ctx_errmsg(h.ctx));
+    exit(1);
+  }
+  const size_t count = clnorm_variant_list(h.ctx, op, CLNORM_F32, all, 1024);
+  size_t got = 0;
+  for (size_t i = 0; i < count && got < n; i++)
+    if (!same_variant(&all[i], &heuristic) && COLS % all[i].vec == 0 &&
+        clnorm_variant_check(h.ctx, &call, &all[i]) == CLNORM_OK)
+      out[got++] = all[i];
+  if (got < n) {
+    harness_fail("only %zu variants of %s besides the heuristic's run here", got,
+                 clnorm_op_name(op));
+    exit(1);
+  }
+}
+
+/* Stores `v` as the winner of op at ROWS x COLS for `device`, measured at `when` (unix time). */
+static void put(const char *path, const clnorm_device_identity *device, clnorm_op op,
+                const clnorm_variant *v, int64_t when) {
+  clnorm_db *db = NULL;
+  char err[1024];
+  clnorm_result r;
+  memset(&r, 0, sizeof r);
+  r.kernel_hash = clnorm__kernel_hash();
+  r.op = op;
+  r.dtype = CLNORM_F32;
+  r.cols = COLS;
+  r.rows = ROWS;
+  r.row_class = clnorm__row_class(ROWS);
+  r.variant = *v;
+  r.outcome = CLNORM_OUTCOME_OK;
+  r.median_s = r.min_s = 1e-5;
+  r.gbps = 1.0;
+  r.max_err = 1e-7;
+  r.measured_at = when;
+  if (clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err) != CLNORM_OK ||
+      clnorm__db_put(db, device, &r, err, sizeof err) != CLNORM_OK) {
+    harness_fail("storing into %s: %s", path, err);
+    exit(1);
+  }
+  clnorm__db_close(db);
+}
+
+/* A context created while $CLNORM_DB and $CLNORM_SYSTEM_DB name these files ("" for none). */
+static clnorm_ctx *make_ctx(const char *user_db, const char *system_db) {
+  setenv("CLNORM_DB", user_db, 1);
+  setenv("CLNORM_SYSTEM_DB", system_db, 1);
+  clnorm_ctx *ctx = NULL;
+  const clnorm_status st = clnorm_ctx_create(h.context, h.device, &ctx);
+  if (st != CLNORM_OK) {
+    harness_fail("clnorm_ctx_create (CLNORM_DB=%s, CLNORM_SYSTEM_DB=%s): %s: %s", user_db,
+                 system_db, clnorm_status_string(st), clnorm_ctx_errmsg(NULL));
+    exit(1);
+  }
+  return ctx;
+}
+
+/* The dispatcher's choice for op at rows x cols must be `why` with variant `want` (NULL: any). */
+static void expect_choice(const char *label, clnorm_ctx *ctx, clnorm_op op, size_t rows,
+                          size_t cols, clnorm_choice why, const clnorm_variant *want) {
+  const clnorm_call call = shape(op, rows, cols);
+  clnorm_variant got;
+  clnorm_choice got_why = CLNORM_CHOICE_FORCED;
+  const clnorm_status st = clnorm_choose(ctx, &call, &got, &got_why);
+  char got_text[128], want_text[128] = "any";
+  clnorm_variant_format(&got, got_text, sizeof got_text);
+  if (want)
+    clnorm_variant_format(want, want_text, sizeof want_text);
+  EXPECT(st == CLNORM_OK && got_why == why && (!want || same_variant(&got, want)),
+         "%s: %s %zux%zu chose %s (%s), want %s (%s)%s%s", label, clnorm_op_name(op), rows, cols,
+         got_text, clnorm_choice_string(got_why), want_text, clnorm_choice_string(why),
+         st == CLNORM_OK ? "" : ": ", st == CLNORM_OK ? "" : clnorm_ctx_errmsg(ctx));
+}
+
+/* Runs op at ROWS x COLS through the dispatcher on ctx, checked against the reference. */
+static void run_checked(const char *label, clnorm_ctx *ctx, clnorm_op op) {
+  oc_case c;
+  oc_default(&c, op, CLNORM_F32, ROWS, COLS);
+  char msg[1024] = "";
+  clnorm_ctx *own = h.ctx;
+  h.ctx = ctx;
+  const oc_result r = oc_run(&h, &c, NULL, msg, sizeof msg);
+  h.ctx = own;
+  EXPECT(r == OC_PASS, "%s: the call failed its check: %s", label, msg);
+}
+
+static void other_driver_case(const clnorm_variant *ln, const clnorm_variant *rms) {
+  char user[300];
+  snprintf(user, sizeof user, "%s/other_driver.db", tmp_dir);
+  clnorm_device_identity old = self, older = self;
+  snprintf(old.driver_version, sizeof old.driver_version, "0.0-clnorm-test-old-driver");
+  snprintf(older.driver_version, sizeof older.driver_version, "0.0-clnorm-test-older-driver");
+  const int64_t now = (int64_t)time(NULL);
+  put(user, &old, CLNORM_OP_LAYERNORM, &ln[0], now - 100);
+  put(user, &older, CLNORM_OP_LAYERNORM, &ln[1], now - 1000); /* an earlier driver: not used */
+  put(user, &old, CLNORM_OP_RMSNORM, &rms[1], now - 100);
+  put(user, &self, CLNORM_OP_RMSNORM, &rms[0], now - 200); /* this driver's beats the newer */
+  log_clear();
+  clnorm_ctx *ctx = make_ctx(user, "");
+  EXPECT(clnorm_ctx_tuned_count(ctx) == 1, "other driver: %zu results of this driver, want 1",
+         clnorm_ctx_tuned_count(ctx));
+  expect_choice("other driver", ctx, CLNORM_OP_LAYERNORM, ROWS, COLS,
+                CLNORM_CHOICE_TUNED_OTHER_DRIVER, &ln[0]);
+  expect_choice("other driver", ctx, CLNORM_OP_RMSNORM, ROWS, COLS, CLNORM_CHOICE_TUNED, &rms[0]);
+  /* another row class: no table has it */
+  expect_choice("other driver", ctx, CLNORM_OP_LAYERNORM, 8, COLS, CLNORM_CHOICE_HEURISTIC, NULL);
+  run_checked("other driver", ctx, CLNORM_OP_LAYERNORM);
+  char text[128], line[512];
+  clnorm_variant_format(&ln[0], text, sizeof text);
+  snprintf(line, sizeof line, "info: layernorm f32 rows=%d cols=%d on %s: %s (tuned (other driver))",
+           ROWS, COLS, h.ctx->info.name, text);
+  EXPECT(strstr(log_text, line), "other driver: the log lacks \"%s\"; it was:\n%s", line,
+         log_text);
+  EXPECT(strstr(log_text, "used for 2 shapes only where this driver has none"),
+         "other driver: the load's note does not say the other driver's results are used:\n%s",
+         log_text);
+  clnorm_ctx_destroy(ctx);
+}
+
+static void file_state(const char *path, struct stat *st) {
+  if (stat(path, st) != 0) {
+    harness_fail("stat %s failed", path);
+    memset(st, 0, sizeof *st);
+  }
+}
+
+static void system_case(const clnorm_variant *ln, const clnorm_variant *rms) {
+  char user[300], sys[300], other_user[300], shm[320];
+  snprintf(user, sizeof user, "%s/user.db", tmp_dir);
+  snprintf(sys, sizeof sys, "%s/system.db", tmp_dir);
+  snprintf(other_user, sizeof other_user, "%s/other_driver.db", tmp_dir);
+  const int64_t now = (int64_t)time(NULL);
+  put(user, &self, CLNORM_OP_RMSNORM, &rms[0], now);
+  put(sys, &self, CLNORM_OP_RMSNORM, &rms[1], now); /* the user's wins */
+  put(sys, &self, CLNORM_OP_LAYERNORM, &ln[1], now);
+  struct stat before, after;
+  file_state(sys, &before);
+  clnorm_ctx *ctx = make_ctx(user, sys);
+  expect_choice("system", ctx, CLNORM_OP_RMSNORM, ROWS, COLS, CLNORM_CHOICE_TUNED, &rms[0]);
+  expect_choice("system", ctx, CLNORM_OP_LAYERNORM, ROWS, COLS, CLNORM_CHOICE_SYSTEM, &ln[1]);
+  /* the nearest cols of the same divisibility in the system table */
+  expect_choice("system", ctx, CLNORM_OP_LAYERNORM, ROWS, 2 * COLS, CLNORM_CHOICE_SYSTEM, &ln[1]);
+  run_checked("system", ctx, CLNORM_OP_LAYERNORM);
+  clnorm_ctx_destroy(ctx);
+  /* the user's other driver comes before the system database's */
+  ctx = make_ctx(other_user, sys);
+  expect_choice("system after other driver", ctx, CLNORM_OP_LAYERNORM, ROWS, COLS,
+                CLNORM_CHOICE_TUNED_OTHER_DRIVER, &ln[0]);
+  clnorm_ctx_destroy(ctx);
+  /* the system database's results of another driver */
+  char sys_old[300];
+  snprintf(sys_old, sizeof sys_old, "%s/system_old.db", tmp_dir);
+  clnorm_device_identity old = self;
+  snprintf(old.driver_version, sizeof old.driver_version, "0.0-clnorm-test-old-driver");
+  put(sys_old, &old, CLNORM_OP_LAYERNORM, &ln[2], now);
+  ctx = make_ctx(user, sys_old);
+  expect_choice("system, other driver", ctx, CLNORM_OP_LAYERNORM, ROWS, COLS,
+                CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, &ln[2]);
+  clnorm_ctx_destroy(ctx);
+  file_state(sys, &after);
+  EXPECT(before.st_size == after.st_size && before.st_mtime == after.st_mtime,
+         "system: reading changed the system database");
+  snprintf(shm, sizeof shm, "%s-shm", sys);
+  EXPECT(access(shm, F_OK) != 0, "system: reading left %s behind", shm);
+}
+
+static void damaged_case(void) {
+  char garbage[300], truncated[300], missing[300], user[300];
+  snprintf(garbage, sizeof garbage, "%s/garbage.db", tmp_dir);
+  snprintf(truncated, sizeof truncated, "%s/truncated.db", tmp_dir);
+  snprintf(missing, sizeof missing, "%s/no-such-dir/tuning.db", tmp_dir);
+  snprintf(user, sizeof user, "%s/no-user.db", tmp_dir);
+  FILE *f = fopen(garbage, "wb");
+  for (int i = 0; f && i < 512; i++)
+    fputs("not a tuning database ", f);
+  if (f)
+    fclose(f);
+  /* the first 2 KiB of a real system database */
+  char sys[300];
+  snprintf(sys, sizeof sys, "%s/system.db", tmp_dir);
+  FILE *in = fopen(sys, "rb"), *out = fopen(truncated, "wb");
+  char page[2048];
+  const size_t n = in ? fread(page, 1, sizeof page, in) : 0;
+  if (out)
+    fwrite(page, 1, n, out);
+  if (in)
+    fclose(in);
+  if (out)
+    fclose(out);
+  EXPECT(n == sizeof page, "damaged: no system database to truncate");
+  const char *const paths[] = {garbage, truncated, missing};
+  for (int i = 0; i < 3; i++) {
+    log_clear();
+    clnorm_ctx *ctx = make_ctx(user, paths[i]);
+    char warning[400];
+    snprintf(warning, sizeof warning, "warn: system tuning database '%s' not used: ", paths[i]);
+    if (i < 2)
+      EXPECT(strstr(log_text, warning), "damaged: no warning \"%s...\"; the log:\n%s", warning,
+             log_text);
+    else
+      EXPECT(!strstr(log_text, "warn: "), "damaged: a missing system database warns:\n%s",
+             log_text);
+    expect_choice("damaged", ctx, CLNORM_OP_LAYERNORM, ROWS, COLS, CLNORM_CHOICE_HEURISTIC, NULL);
+    run_checked(paths[i], ctx, CLNORM_OP_LAYERNORM);
+    clnorm_ctx_destroy(ctx);
+  }
+}
+
+/* A C string literal of the generated header at *p (escapes: \" \\ \ooo) into out. */
+static int parse_string(const char **p, char *out, size_t size) {
+  const char *s = *p;
+  while (*s == ' ' || *s == ',')
+    s++;
+  if (*s++ != '"')
+    return 0;
+  size_t n = 0;
+  while (*s && *s != '"' && n + 1 < size) {
+    if (*s == '\\' && s[1] >= '0' && s[1] <= '7') {
+      out[n++] = (char)strtol((char[]){s[1], s[2], s[3], 0}, NULL, 8);
+      s += 4;
+    } else if (*s == '\\') {
+      out[n++] = s[1];
+      s += 2;
+    } else {
+      out[n++] = *s++;
+    }
+  }
+  out[n] = '\0';
+  if (*s != '"')
+    return 0;
+  *p = s + 1;
+  return 1;
+}
+
+/* An enumerator or a number of the generated header at *p. */
+static int parse_value(const char **p, unsigned long *out) {
+  const char *s = *p;
+  while (*s == ' ' || *s == ',')
+    s++;
+#define ENUM_VALUE(name, value, text)                                                              \
+  if (strncmp(s, #name, strlen(#name)) == 0 && !(s[strlen(#name)] == '_' ||                       \
+                                                 (s[strlen(#name)] >= 'A' && s[strlen(#name)] <= 'Z'))) { \
+    *out = value;                                                                                  \
+    *p = s + strlen(#name);                                                                        \
+    return 1;                                                                                      \
+  }
+  CLNORM_OP_MAP(ENUM_VALUE)
+  CLNORM_DTYPE_MAP(ENUM_VALUE)
+  CLNORM_REDUCE_MAP(ENUM_VALUE)
+  CLNORM_STATS_MAP(ENUM_VALUE)
+  char *end;
+  *out = strtoul(s, &end, 0);
+  if (end == s)
+    return 0;
+  *p = end + (*end == 'u');
+  return 1;
+}
+
+typedef struct parsed {
+  clnorm_builtin b;
+  char device[256], family[32], arch[32];
+} parsed;
+
+/* The entries of a generated builtin_table.h (at most cap). */
+static size_t parse_table(const char *path, parsed *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    harness_fail("cannot read %s", path);
+    exit(1);
+  }
+  char line[2048];
+  size_t n = 0;
+  while (n < cap && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "CLNORM_BUILTIN(", 15) != 0)
+      continue;
+    const char *p = line + 15;
+    parsed *e = &out[n];
+    unsigned long v[11];
+    int ok = parse_value(&p, &v[0]) && parse_string(&p, e->device, sizeof e->device) &&
+             parse_string(&p, e->family, sizeof e->family) &&
+             parse_string(&p, e->arch, sizeof e->arch);
+    for (int i = 1; ok && i < 11; i++)
+      ok = parse_value(&p, &v[i]);
+    EXPECT(ok, "%s: cannot parse the line %s", path, line);
+    if (!ok)
+      continue;
+    e->b = (clnorm_builtin){(cl_uint)v[0], e->device, e->family, e->arch,
+                            {(clnorm_op)v[1], (clnorm_dtype)v[2], v[3], (unsigned)v[4],
+                             {(unsigned)v[5], (unsigned)v[6], (unsigned)v[7], (unsigned)v[8],
+                              (clnorm_reduce)v[9], (clnorm_stats)v[10]}}};
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+static size_t rows_of_class(unsigned row_class) {
+  const size_t rows[] = {8, 64, 2048, 16384};
+  return rows[row_class < 4 ? row_class : 3];
+}
+
+/* Each entry whose device is `device` ("" the vendor's defaults) must be chosen as `why`. */
+static size_t expect_entries(const char *label, clnorm_ctx *ctx, const parsed *p, size_t n,
+                             const char *device, clnorm_choice why) {
+  size_t checked = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(p[i].device, device) != 0)
+      continue;
+    const clnorm_tuned *t = &p[i].b.entry;
+    expect_choice(label, ctx, t->op, rows_of_class(t->row_class), t->cols, why, &t->variant);
+    checked++;
+  }
+  return checked;
+}
+
+static int builtin_case(const char *table_path, const char *arch) {
+  static parsed p[4096];
+  const size_t n = parse_table(table_path, p, 4096);
+  static clnorm_builtin table[4096];
+  size_t named = 0, defaults = 0;
+  const char *sibling = NULL;
+  for (size_t i = 0; i < n; i++) {
+    table[i] = p[i].b;
+    if (p[i].device[0]) {
+      sibling = p[i].device;
+      named++;
+    } else {
+      defaults++;
+    }
+  }
+  printf("%s: %zu entries (%zu of \"%s\", %zu vendor defaults)\n", table_path, n, named,
+         sibling ? sibling : "", defaults);
+  EXPECT(named > 0 && defaults == named && strcmp(sibling, h.ctx->info.name) != 0,
+         "%s: want entries of a sibling and as many vendor defaults", table_path);
+  for (size_t i = 0; i < n; i++)
+    EXPECT(p[i].b.vendor_id == self.vendor_id && strcmp(p[i].family, h.ctx->info.family) == 0 &&
+               (!p[i].device[0] || strcmp(p[i].arch, arch) == 0),
+           "%s: entry %zu is of vendor 0x%x family \"%s\" arch \"%s\", this device 0x%x \"%s\"",
+           table_path, i, p[i].b.vendor_id, p[i].family, p[i].arch, self.vendor_id,
+           h.ctx->info.family);
+  char no_user[300];
+  snprintf(no_user, sizeof no_user, "%s/no-user.db", tmp_dir);
+  clnorm_ctx *ctx = make_ctx(no_user, "");
+  clnorm__builtin_use(ctx, table, n, arch);
+  EXPECT(expect_entries("sibling", ctx, p, n, sibling, CLNORM_CHOICE_BUILTIN_SIBLING) == named,
+         "sibling: not every entry checked");
+  clnorm__builtin_use(ctx, table, n, "clnorm-test-other-arch");
+  expect_entries("vendor", ctx, p, n, sibling, CLNORM_CHOICE_BUILTIN_VENDOR);
+  /* the same entries under this device's own name */
+  for (size_t i = 0; i < n; i++)
+    table[i].device = p[i].device[0] ? h.ctx->info.name : "";
+  clnorm__builtin_use(ctx, table, n, "clnorm-test-other-arch");
+  expect_entries("own", ctx, p, n, sibling, CLNORM_CHOICE_BUILTIN);
+  /* and none of another vendor */
+  for (size_t i = 0; i < n; i++)
+    table[i].vendor_id = self.vendor_id + 1;
+  clnorm__builtin_use(ctx, table, n, arch);
+  expect_entries("other vendor", ctx, p, n, sibling, CLNORM_CHOICE_HEURISTIC);
+  clnorm_ctx_destroy(ctx);
+  return n > 0;
+}
+
+int main(int argc, char **argv) {
+  harness_open(&h, "test_fallback");
+  char err[1024];
+  if (clnorm__device_identity(h.device, &self, err, sizeof err) != CLNORM_OK) {
+    harness_fail("reading the device identity: %s", err);
+    return 1;
+  }
+  snprintf(tmp_dir, sizeof tmp_dir, "%s/clnorm-fallback.XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(tmp_dir)) {
+    harness_fail("mkdtemp failed");
+    return 1;
+  }
+  clnorm_set_log_callback(collect_line, NULL);
+  clnorm_set_log_level(CLNORM_LOG_INFO);
+  if (argc == 4 && strcmp(argv[1], "builtin") == 0) {
+    builtin_case(argv[2], argv[3]);
+  } else if (argc == 1) {
+    clnorm_variant ln[3], rms[2];
+    pick_variants(CLNORM_OP_LAYERNORM, ln, 3);
+    pick_variants(CLNORM_OP_RMSNORM, rms, 2);
+    other_driver_case(ln, rms);
+    system_case(ln, rms);
+    damaged_case();
+  } else {
+    fprintf(stderr, "usage: test_fallback [builtin TABLE_H ARCH]\n");
+    return 2;
+  }
+  clnorm_set_log_callback(NULL, NULL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+  if (harness_failures == 0 && system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", tmp_dir);
+  harness_close(&h);
+  printf("test_fallback: %s\n", harness_failures ? "FAIL" : "pass");
+  return harness_failures ? 1 : 0;
+}
