@@ -180,7 +180,7 @@ typedef struct clnorm_ab {
   clnorm_variant candidate, heuristic;
   double candidate_s, heuristic_s; /* medians of the rounds, seconds per call (> 0) */
   double noise;                    /* half the range of the rounds' ratios over their median */
-  unsigned rounds;
+  unsigned rounds;     /* 0: the candidate is the heuristic's variant (kept, nothing timed) */
   int kept_heuristic; /* 1: the candidate was not faster by more than the noise and margin */
   int64_t measured_at; /* unix time; 0 in put means now */
 } clnorm_ab;

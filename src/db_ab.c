@@ -39,8 +39,11 @@ static int ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
   if (!(isfinite(ab->candidate_s) && ab->candidate_s > 0 && isfinite(ab->heuristic_s) &&
         ab->heuristic_s > 0 && isfinite(ab->noise) && ab->noise >= 0))
     return snprintf(buf, size, "candidate_s, heuristic_s: finite and above 0; noise >= 0"), 0;
-  if (ab->rounds < 1 || ab->rounds > 1000 || ab->measured_at < 0)
-    return snprintf(buf, size, "rounds: from 1 to 1000; measured_at: not negative"), 0;
+  if (ab->rounds > 1000 || ab->measured_at < 0 || (ab->rounds == 0 && !ab->kept_heuristic))
+    return snprintf(buf, size,
+                    "rounds: at most 1000 (0: the candidate is the heuristic's variant, kept); "
+                    "measured_at: not negative"),
+           0;
   return 1;
 }
 
