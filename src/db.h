@@ -190,12 +190,13 @@ typedef struct clnorm_ab {
 clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *device,
                                 const clnorm_ab *ab, char *err, size_t err_size);
 
-/* Calls fn for each stored A/B of `device` (required) and kernel_hash, ordered by op, dtype,
- * cols, row class, rows. Nothing for a database without A/B results. Return nonzero to stop. */
+/* Calls fn for each stored A/B of `device` (required) and kernel_hash (NULL: any), ordered by
+ * kernel hash, op, dtype, cols, row class, rows. Nothing for a database without A/B results.
+ * Return nonzero to stop. */
 typedef int (*clnorm_db_ab_fn)(void *user, const clnorm_ab *ab);
 clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
-                                 uint64_t kernel_hash, clnorm_db_ab_fn fn, void *user, char *err,
-                                 size_t err_size);
+                                 const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
+                                 char *err, size_t err_size);
 
 /* Stores the device's copy bandwidth (GB/s, bytes read + written per second, as
  * tool_copy_gbps) measured over `bytes` bytes, replacing the one stored.
@@ -256,6 +257,7 @@ int clnorm__db_writable(const clnorm_db *db);
  * first). Shared by put, import and reading. */
 int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t size);
 int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size);
+int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size);
 
 /* A kernel hash as 16 lowercase hexadecimal digits, and back (1: parsed, 0: not 1-16 digits). */
 void clnorm__db_hash_text(uint64_t hash, char out[17]);

@@ -22,7 +22,7 @@ static int variant_valid(const clnorm_variant *v, const char *which, char *buf, 
   return 0;
 }
 
-static int ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
+int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
   clnorm_result r;
   memset(&r, 0, sizeof r);
   r.op = ab->op;
@@ -86,7 +86,7 @@ clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *dev
   char reason[192];
   if (!clnorm__db_device_valid(device, reason, sizeof reason))
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-  if (!ab_valid(ab, reason, sizeof reason))
+  if (!clnorm__db_ab_valid(ab, reason, sizeof reason))
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "A/B result: %s", reason);
   return clnorm__db_put_row(db, ST_PUT_AB, device, ab, 0.0, 0, err, err_size);
 }
@@ -128,12 +128,14 @@ static int read_variant(sqlite3_stmt *st, int first, clnorm_variant *v) {
 #define AB_SELECT                                                                                  \
   "SELECT op, dtype, cols, row_class, rows" CLNORM_VARIANT_SQL_COLUMNS                             \
   ", h_wg, h_tpr, h_vec, h_hold, h_reduce, h_stats, candidate_s, heuristic_s, noise, rounds,"      \
-  " verdict, measured_at FROM ab WHERE device_id = ?1 AND kernel_hash = ?2"                        \
-  " ORDER BY op, dtype, cols, row_class, rows"
+  " verdict, measured_at, kernel_hash FROM ab WHERE device_id = ?1 AND (?2 IS NULL OR"             \
+  " kernel_hash = ?2) ORDER BY kernel_hash, op, dtype, cols, row_class, rows"
 
-static int read_ab(sqlite3_stmt *st, uint64_t kernel_hash, clnorm_ab *ab) {
+static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
   memset(ab, 0, sizeof *ab);
-  ab->kernel_hash = kernel_hash;
+  if (sqlite3_column_type(st, 23) != SQLITE_TEXT ||
+      !clnorm__db_parse_hash((const char *)sqlite3_column_text(st, 23), &ab->kernel_hash))
+    return 0;
   const int op = column_name(st, 0, clnorm__op_names, COUNT(clnorm__op_names));
   const int dtype = column_name(st, 1, clnorm__dtype_names, COUNT(clnorm__dtype_names));
   const int verdict = sqlite3_column_type(st, 21) == SQLITE_TEXT
@@ -162,12 +164,12 @@ static int read_ab(sqlite3_stmt *st, uint64_t kernel_hash, clnorm_ab *ab) {
   ab->heuristic_s = sqlite3_column_double(st, 18);
   ab->noise = sqlite3_column_double(st, 19);
   char reason[192];
-  return ab_valid(ab, reason, sizeof reason);
+  return clnorm__db_ab_valid(ab, reason, sizeof reason);
 }
 
 clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
-                                 uint64_t kernel_hash, clnorm_db_ab_fn fn, void *user, char *err,
-                                 size_t err_size) {
+                                 const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
+                                 char *err, size_t err_size) {
   clnorm__db_clear(err, err_size);
   if (!db || !device || !fn)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
@@ -183,14 +185,16 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
     return CLNORM_OK;
   sqlite3_stmt *st = NULL;
   char hash[17];
-  clnorm__db_hash_text(kernel_hash, hash);
   rc = sqlite3_prepare_v2(db->sql, AB_SELECT, -1, &st, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    if (kernel_hash) {
+      clnorm__db_hash_text(*kernel_hash, hash);
+      sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       clnorm_ab ab;
-      if (read_ab(st, kernel_hash, &ab) && fn(user, &ab)) {
+      if (read_ab(st, &ab) && fn(user, &ab)) {
         rc = SQLITE_DONE;
         break;
       }

@@ -1104,7 +1104,7 @@ static void test_ab_winner(void) {
   free(w);
   clnorm_ab last;
   memset(&last, 0, sizeof last);
-  OK(clnorm__db_list_ab(db, &dev, HASH, count_ab, &last, err, sizeof err));
+  OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, count_ab, &last, err, sizeof err));
   CHECK(last.rows == 3000 && last.kept_heuristic == 1 && last.heuristic.wg == 64 &&
         last.candidate.wg == 128 && last.rounds == 6 && last.noise == 0.01);
   /* bad input is refused, naming the field */

@@ -299,6 +299,11 @@ typedef struct strategy {
 extern const strategy strategies[STRATEGIES];
 /* The strategy named `name`, or NULL. */
 const strategy *find_strategy(const char *name);
+/* Evaluates the shape's stored winner (clnorm__db_winners: chosen at another row count of its
+ * class, or by an earlier run), when the search did not: read back, it joins the confirmation
+ * and the A/B, so that a winner tuned at one row count is compared with the heuristic at this
+ * one too. */
+void evaluate_class_winner(search *se);
 /* The confirmation round of a shape this run measured: the fastest CONFIRM_TOP candidates and
  * the heuristic's (index h, when it ran) are timed again, CONFIRM_ROUNDS rounds in turn, so that
  * a burst of other work on the machine during one candidate's timing does not crown it (on a
@@ -377,5 +382,8 @@ int cmd_report(const options *o);
 
 /* normtune_bench.c */
 int cmd_bench(const options *o);
+
+/* normtune_verify.c */
+int cmd_verify(const options *o);
 
 #endif

@@ -103,7 +103,7 @@ static void show_abs(show_state *st, const clnorm_device_identity *dev, const cl
   char err[512];
   if (st->json)
     printf(", \"ab\": [");
-  if (clnorm__db_list_ab(st->db, dev, r->kernel_hash, show_ab_row, &sa, err, sizeof err) !=
+  if (clnorm__db_list_ab(st->db, dev, &r->kernel_hash, show_ab_row, &sa, err, sizeof err) !=
       CLNORM_OK)
     die(1, "%s", err);
   if (st->json)

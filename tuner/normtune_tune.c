@@ -141,6 +141,7 @@ int cmd_tune(const options *o) {
             prebuild_all(&se, &call);
           strat->run(&se, start, limit, &rng);
           se.deadline = shape_deadline_save;
+          evaluate_class_winner(&se);
           confirm(&se, start); /* against the whole run's deadline: the search used the shape's */
           const double heuristic_time = record_heuristic(&se, &h, start);
           /* the winner: what the A/B against the heuristic decided, else the faster of the two */
