@@ -82,7 +82,8 @@ typedef struct clnorm_db_stale {
 } clnorm_db_stale;
 
 /* Called by clnorm__db_list once per row; `winner` is 1 when the row is its (device, kernel hash,
- * op, dtype, cols, row class)'s winner, as clnorm__db_winners chooses it. Return nonzero to stop the listing. */
+ * op, dtype, cols, row class)'s winner, as clnorm__db_winners chooses it. Return nonzero to stop
+ * the listing. */
 typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device,
                                 const clnorm_result *result, int winner);
 
@@ -181,7 +182,7 @@ typedef struct clnorm_ab {
   double candidate_s, heuristic_s; /* medians of the rounds, seconds per call (> 0) */
   double noise;                    /* half the range of the rounds' ratios over their median */
   unsigned rounds;     /* 0: the candidate is the heuristic's variant (kept, nothing timed) */
-  int kept_heuristic; /* 1: the candidate was not faster by more than the noise and margin */
+  int kept_heuristic;  /* 1: the candidate was not faster by more than the noise and margin */
   int64_t measured_at; /* unix time; 0 in put means now */
 } clnorm_ab;
 

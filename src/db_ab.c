@@ -82,7 +82,9 @@ clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *dev
   clnorm__db_clear(err, err_size);
   if (!db || !device || !ab)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db ? "db" : !device ? "device" : "ab");
+                            !db       ? "db"
+                            : !device ? "device"
+                                      : "ab");
   char reason[192];
   if (!clnorm__db_device_valid(device, reason, sizeof reason))
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
@@ -139,11 +141,9 @@ static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
   const int op = column_name(st, 0, clnorm__op_names, COUNT(clnorm__op_names));
   const int dtype = column_name(st, 1, clnorm__dtype_names, COUNT(clnorm__dtype_names));
   const int verdict = sqlite3_column_type(st, 21) == SQLITE_TEXT
-                          ? strcmp((const char *)sqlite3_column_text(st, 21), "heuristic") == 0
-                                ? 1
-                                : strcmp((const char *)sqlite3_column_text(st, 21), "tuned") == 0
-                                      ? 0
-                                      : -1
+                          ? strcmp((const char *)sqlite3_column_text(st, 21), "heuristic") == 0 ? 1
+                            : strcmp((const char *)sqlite3_column_text(st, 21), "tuned") == 0   ? 0
+                                                                                                : -1
                           : -1;
   uint64_t n[5];
   if (op < 0 || dtype < 0 || verdict < 0 || !column_count(st, 2, CLNORM_DB_MAX_COLS, &n[0]) ||
@@ -173,7 +173,9 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
   clnorm__db_clear(err, err_size);
   if (!db || !device || !fn)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db ? "db" : !device ? "device" : "fn");
+                            !db       ? "db"
+                            : !device ? "device"
+                                      : "fn");
   int present = 0;
   sqlite3_int64 id = -1;
   int rc = clnorm__db_has_table(db->sql, "ab", &present);
@@ -201,7 +203,6 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
     }
   }
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE
-             ? CLNORM_OK
-             : clnorm__db_sql_error(db, rc, "listing the A/B results", err, err_size);
+  return rc == SQLITE_DONE ? CLNORM_OK
+                           : clnorm__db_sql_error(db, rc, "listing the A/B results", err, err_size);
 }

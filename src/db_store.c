@@ -397,14 +397,17 @@ clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_i
 clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
                              const clnorm_result *result, char *err, size_t err_size) {
   const clnorm_status status = check_args(db, device, result, err, err_size);
-  return status != CLNORM_OK ? status : clnorm__db_put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
+  return status != CLNORM_OK
+             ? status
+             : clnorm__db_put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
 }
 
 clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identity *device,
                                        const clnorm_result *result, char *err, size_t err_size) {
   const clnorm_status status = check_args(db, device, result, err, err_size);
-  return status != CLNORM_OK ? status
-                             : clnorm__db_put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
+  return status != CLNORM_OK
+             ? status
+             : clnorm__db_put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
 }
 
 clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *device, double gbps,
@@ -518,28 +521,28 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
     with_ab = 0; /* listed as a database without A/B results */
   const char *const device_filter = device ? " AND device_id = ?1" : "";
   const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
-#define SHAPE_OF(a, b)                                                                             \
-  " " a ".device_id = " b ".device_id AND " a ".kernel_hash = " b ".kernel_hash AND " a            \
-  ".op = " b ".op AND " a ".dtype = " b ".dtype AND " a ".cols = " b ".cols AND " a                \
-  ".row_class = " b ".row_class"
-#define CHOSEN(p) " CASE WHEN verdict = 'heuristic' THEN h_" #p " ELSE " #p " END AS " #p
-  char chosen[3072] = "";
+  /* a: per shape, the variant its A/B results chose; w: that variant's result, else m's */
+  static const char ab_choice[] =
+      ", a AS (SELECT device_id, kernel_hash, op, dtype, cols, row_class,"
+      " CASE WHEN verdict = 'heuristic' THEN h_wg ELSE wg END AS wg,"
+      " CASE WHEN verdict = 'heuristic' THEN h_tpr ELSE tpr END AS tpr,"
+      " CASE WHEN verdict = 'heuristic' THEN h_vec ELSE vec END AS vec,"
+      " CASE WHEN verdict = 'heuristic' THEN h_hold ELSE hold END AS hold,"
+      " CASE WHEN verdict = 'heuristic' THEN h_reduce ELSE reduce END AS reduce,"
+      " CASE WHEN verdict = 'heuristic' THEN h_stats ELSE stats END AS stats,"
+      " max((verdict = 'heuristic') * 4611686018427387904 + id) FROM ab WHERE 1%s%s"
+      " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class),"
+      " w AS (SELECT coalesce(k.id, m.id) AS id FROM m LEFT JOIN a ON a.device_id = m.device_id"
+      " AND a.kernel_hash = m.kernel_hash AND a.op = m.op AND a.dtype = m.dtype"
+      " AND a.cols = m.cols AND a.row_class = m.row_class"
+      " LEFT JOIN results k ON k.device_id = a.device_id AND k.kernel_hash = a.kernel_hash"
+      " AND k.op = a.op AND k.dtype = a.dtype AND k.cols = a.cols AND k.row_class = a.row_class"
+      " AND k.wg = a.wg AND k.tpr = a.tpr AND k.vec = a.vec AND k.hold = a.hold"
+      " AND k.reduce = a.reduce AND k.stats = a.stats AND k.status = 'ok'"
+      " AND k.median_s IS NOT NULL)";
+  char chosen[3072] = ", w AS (SELECT id FROM m)";
   if (with_ab)
-    snprintf(chosen, sizeof chosen,
-             ", a AS (SELECT device_id, kernel_hash, op, dtype, cols, row_class," CHOSEN(wg)
-             "," CHOSEN(tpr) "," CHOSEN(vec) "," CHOSEN(hold) "," CHOSEN(reduce) "," CHOSEN(stats)
-             ", max((verdict = 'heuristic') * 4611686018427387904 + id) FROM ab WHERE 1%s%s"
-             " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class),"
-             " w AS (SELECT coalesce(k.id, m.id) AS id FROM m LEFT JOIN a ON" SHAPE_OF("a", "m")
-             " LEFT JOIN results k ON" SHAPE_OF("k", "a")
-             " AND k.wg = a.wg AND k.tpr = a.tpr AND k.vec = a.vec AND k.hold = a.hold"
-             " AND k.reduce = a.reduce AND k.stats = a.stats AND k.status = 'ok'"
-             " AND k.median_s IS NOT NULL)",
-             device_filter, hash_filter);
-  else
-    snprintf(chosen, sizeof chosen, ", w AS (SELECT id FROM m)");
-#undef CHOSEN
-#undef SHAPE_OF
+    snprintf(chosen, sizeof chosen, ab_choice, device_filter, hash_filter);
   char text[6144];
   snprintf(text, sizeof text,
            "WITH m AS (SELECT id, device_id, kernel_hash, op, dtype, cols, row_class,"

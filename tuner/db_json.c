@@ -77,8 +77,7 @@ static int export_ab(void *user, const clnorm_ab *ab) {
   fputs(", \"noise\": ", f);
   json_double(f, ab->noise);
   fprintf(f, ", \"rounds\": %u, \"kept\": \"%s\", \"measured_at\": %lld, \"kernel_hash\": \"%s\"}",
-          ab->rounds, ab->kept_heuristic ? "heuristic" : "tuned", (long long)ab->measured_at,
-          hash);
+          ab->rounds, ab->kept_heuristic ? "heuristic" : "tuned", (long long)ab->measured_at, hash);
   x->abs++;
   return ferror(f) != 0;
 }
@@ -741,8 +740,7 @@ static int read_ab(checker *c, const jnode *obj, clnorm_ab *ab) {
       !get_variant(c, obj, &ab->candidate) || !get_variant(c, heur, &ab->heuristic) ||
       !get_measure(c, obj, "candidate_s", &ab->candidate_s) ||
       !get_measure(c, obj, "heuristic_s", &ab->heuristic_s) ||
-      !get_measure(c, obj, "noise", &ab->noise) ||
-      !get_uint(c, obj, "rounds", 0, 1000, &rounds) ||
+      !get_measure(c, obj, "noise", &ab->noise) || !get_uint(c, obj, "rounds", 0, 1000, &rounds) ||
       !get_name(c, obj, "kept", verdicts, COUNT(verdicts), &kept) ||
       !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||
       !get_text(c, obj, "kernel_hash", hash, 17))

@@ -441,8 +441,7 @@ static const command_help helps[] = {
      "Without shape options, every shape this device has a winner for, at the rows it was\n"
      "tuned (filtered by --ops and --dtypes); --cols and --rows take every value with every\n"
      "other (defaults as bench); --grid as bench --grid.\n"
-     "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES
-     "  --cols N,...          row lengths\n"
+     "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES "  --cols N,...          row lengths\n"
      "  --rows N,...          row counts\n"
      "  --grid gpu|RxC,...    17 transformer shapes (gpu), or a list such as 64x1024,8x4096\n"
      "  --json                one JSON object per line: a header, one per shape, a summary\n"

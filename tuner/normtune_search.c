@@ -447,8 +447,9 @@ int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
           err);
   }
   if (clnorm__db_put_ab(se->db, &se->s->identity, &ab, err, sizeof err) != CLNORM_OK)
-    die(EXIT_DB, "storing the A/B result: %s; the same command resumes from what the database "
-                 "holds",
+    die(EXIT_DB,
+        "storing the A/B result: %s; the same command resumes from what the database "
+        "holds",
         err);
   *out = ab;
   return ab.kept_heuristic;

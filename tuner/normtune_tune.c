@@ -149,8 +149,8 @@ int cmd_tune(const options *o) {
           const int kept = ab_test(&se, &h, &ab);
           if (se.best_time < INFINITY || heuristic_time < INFINITY) {
             const int heuristic_best = kept >= 0 ? kept : heuristic_time < se.best_time;
-            const double winner_time = kept == 1   ? ab.heuristic_s
-                                       : kept == 0 ? ab.candidate_s
+            const double winner_time = kept == 1        ? ab.heuristic_s
+                                       : kept == 0      ? ab.candidate_s
                                        : heuristic_best ? heuristic_time
                                                         : se.best_time;
             char text[128], line[1000], note[600] = "";
@@ -158,8 +158,8 @@ int cmd_tune(const options *o) {
             if (kept >= 0)
               ab_note(&ab, note, sizeof note);
             snprintf(line, sizeof line,
-                     "best %s %s %zux%zu: %s %.1f GB/s (%zu of %zu evaluated)%s%s",
-                     op_name(sh.op), dtype_name(sh.dtype), sh.rows, sh.cols, text,
+                     "best %s %s %zux%zu: %s %.1f GB/s (%zu of %zu evaluated)%s%s", op_name(sh.op),
+                     dtype_name(sh.dtype), sh.rows, sh.cols, text,
                      tool_op_bytes(&call) / winner_time / 1e9, se.evaluated, se.n,
                      note[0] ? "; " : "", note);
             if (se.tty)

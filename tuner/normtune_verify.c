@@ -66,16 +66,18 @@ static void shapes_of(const options *o, session *s, verify_list *l) {
   }
   char err[1024];
   clnorm_db *db =
-      open_db_read(o, " (run `normtune tune` first, or give the shapes: --cols and --rows, or "
-                      "--grid)",
+      open_db_read(o,
+                   " (run `normtune tune` first, or give the shapes: --cols and --rows, or "
+                   "--grid)",
                    NULL);
   const uint64_t hash = s->hash;
   if (clnorm__db_list(db, &s->identity, &hash, 1, add_winner, l, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
   clnorm__db_close(db);
   if (l->count == 0)
-    die(1, "the database holds no winner of %s with these kernels (and these --ops and "
-           "--dtypes): give the shapes (--cols and --rows, or --grid), or tune first",
+    die(1,
+        "the database holds no winner of %s with these kernels (and these --ops and "
+        "--dtypes): give the shapes (--cols and --rows, or --grid), or tune first",
         s->dev.name);
 }
 
