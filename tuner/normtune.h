@@ -308,8 +308,9 @@ void evaluate_class_winner(search *se);
  * the heuristic's (index h, when it ran) are timed again, CONFIRM_ROUNDS rounds in turn, so that
  * a burst of other work on the machine during one candidate's timing does not crown it (on a
  * shared CPU one variant's median moves by 10-20 % between runs). Each keeps the median of its
- * timings, stored over its first result; the winner is the lowest. Skipped when nothing was
- * measured (a resumed shape keeps what it had) or on Ctrl-C; not for an exhausted --budget:
+ * timings, stored over its first result; the lowest is the best candidate, which ab_test then
+ * compares with the heuristic. Skipped when nothing was measured (a resumed shape keeps what it
+ * had) or on Ctrl-C; not for an exhausted --budget:
  * the shape whose search used the last of it is the one most likely to have a noisy winner
  * (main.sh's 60 s run stored RMSNorm 256 x 65536 at 0.50 of copy over the heuristic's 0.84),
  * and the round is bounded (at most 8 timings). */
