@@ -67,6 +67,22 @@ static const char *const migrations[] = {
     " clnorm_version TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS heuristic (" RESULT_COLUMNS
     " UNIQUE (device_id, kernel_hash, op, dtype, cols, row_class));",
+    /* 3 -> 4: the interleaved A/B of each shape's best candidate against the heuristic's
+     * variant, per row count tuned; the winners query reads it where it exists (a database
+     * without it is read as before, so OLDEST_READABLE stays). */
+    "CREATE TABLE IF NOT EXISTS ab ("
+    " id INTEGER PRIMARY KEY,"
+    " device_id INTEGER NOT NULL REFERENCES devices (id),"
+    " kernel_hash TEXT NOT NULL, op TEXT NOT NULL, dtype TEXT NOT NULL,"
+    " cols INTEGER NOT NULL, row_class INTEGER NOT NULL, rows INTEGER NOT NULL,"
+    " wg INTEGER NOT NULL, tpr INTEGER NOT NULL, vec INTEGER NOT NULL, hold INTEGER NOT NULL,"
+    " reduce TEXT NOT NULL, stats TEXT NOT NULL,"
+    " h_wg INTEGER NOT NULL, h_tpr INTEGER NOT NULL, h_vec INTEGER NOT NULL,"
+    " h_hold INTEGER NOT NULL, h_reduce TEXT NOT NULL, h_stats TEXT NOT NULL,"
+    " candidate_s REAL NOT NULL, heuristic_s REAL NOT NULL, noise REAL NOT NULL,"
+    " rounds INTEGER NOT NULL, verdict TEXT NOT NULL,"
+    " measured_at INTEGER NOT NULL, clnorm_version TEXT NOT NULL,"
+    " UNIQUE (device_id, kernel_hash, op, dtype, cols, row_class, rows));",
 };
 _Static_assert(COUNT(migrations) == CLNORM_DB_SCHEMA, "one migration per schema version");
 

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CLNORM_DB_SCHEMA 3      /* PRAGMA user_version this build writes */
+#define CLNORM_DB_SCHEMA 4      /* PRAGMA user_version this build writes */
 #define CLNORM_DB_JSON_FORMAT 1 /* "format_version" of exported JSON */
 
 typedef struct clnorm_db clnorm_db;
@@ -97,8 +97,9 @@ typedef struct clnorm_db_stale {
   uint64_t kernels_changed; /* this exact device, another kernel hash */
 } clnorm_db_stale;
 
-/* Called by clnorm__db_list once per row; `winner` is 1 when the row is the fastest "ok" result
- * of its (device, kernel hash, op, dtype, cols, row class). Return nonzero to stop the listing. */
+/* Called by clnorm__db_list once per row; `winner` is 1 when the row is its (device, kernel hash,
+ * op, dtype, cols, row class)'s winner, as clnorm__db_winners chooses it. Return nonzero to stop
+ * the listing. */
 typedef int (*clnorm_db_row_fn)(void *user, const clnorm_device_identity *device,
                                 const clnorm_result *result, int winner);
 
@@ -148,7 +149,9 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
                              size_t err_size);
 
 /* This device's tuned table: for each (op, dtype, cols, row class), the "ok" result with the
- * smallest median among those of exactly this identity and this kernel hash. *out receives a
+ * smallest median among those of exactly this identity and this kernel hash, unless the shape's
+ * A/B results (clnorm_ab) choose another: then that one (the heuristic's variant when any of
+ * them kept it). *out receives a
  * malloc'ed array the caller frees (NULL when *count is 0), sorted by op, dtype, cols, row class.
  * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
@@ -182,6 +185,38 @@ clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identi
 clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
                                         const uint64_t *kernel_hash, clnorm_db_row_fn fn,
                                         void *user, char *err, size_t err_size);
+
+/* The interleaved A/B of one shape at one row count (schema 4 on): the search's best candidate
+ * against the heuristic's variant, timed in turn for `rounds` rounds. A shape (op, dtype, cols,
+ * row class) may hold one per row count tuned; its winner is then the heuristic's variant when
+ * any of them kept the heuristic, else the candidate of the latest (clnorm__db_winners). */
+typedef struct clnorm_ab {
+  uint64_t kernel_hash;
+  clnorm_op op;
+  clnorm_dtype dtype;
+  uint64_t cols;
+  unsigned row_class;
+  uint64_t rows; /* the row count the A/B ran at */
+  clnorm_variant candidate, heuristic;
+  double candidate_s, heuristic_s; /* medians of the rounds, seconds per call (> 0) */
+  double noise;                    /* half the range of the rounds' ratios over their median */
+  unsigned rounds;     /* 0: the candidate is the heuristic's variant (kept, nothing timed) */
+  int kept_heuristic;  /* 1: the candidate was not faster by more than the noise and margin */
+  int64_t measured_at; /* unix time; 0 in put means now */
+} clnorm_ab;
+
+/* Stores ab for `device`, replacing the one of the same shape and row count. Statuses as
+ * clnorm__db_put; CLNORM_E_DB also for a database of schema 3 or older opened for reading. */
+clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *device,
+                                const clnorm_ab *ab, char *err, size_t err_size);
+
+/* Calls fn for each stored A/B of `device` (required) and kernel_hash (NULL: any), ordered by
+ * kernel hash, op, dtype, cols, row class, rows. Nothing for a database without A/B results.
+ * Return nonzero to stop. */
+typedef int (*clnorm_db_ab_fn)(void *user, const clnorm_ab *ab);
+clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
+                                 const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
+                                 char *err, size_t err_size);
 
 /* Stores the device's copy bandwidth (GB/s, bytes read + written per second, as
  * tool_copy_gbps) measured over `bytes` bytes, replacing the one stored.
@@ -242,6 +277,7 @@ int clnorm__db_writable(const clnorm_db *db);
  * first). Shared by put, import and reading. */
 int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t size);
 int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size);
+int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size);
 
 /* A kernel hash as 16 lowercase hexadecimal digits, and back (1: parsed, 0: not 1-16 digits). */
 void clnorm__db_hash_text(uint64_t hash, char out[17]);

@@ -23,6 +23,7 @@ enum {
   ST_IMPORT,
   ST_PUT_HEURISTIC,
   ST_PUT_COPY,
+  ST_PUT_AB,
   ST_COUNT
 };
 
@@ -45,6 +46,18 @@ struct clnorm_db {
 int clnorm__db_exec(sqlite3 *sql, const char *text);
 int clnorm__db_pragma_int(sqlite3 *sql, const char *text, sqlite3_int64 *out);
 int clnorm__db_begin_write(sqlite3 *sql);
+/* The row id of device into *id (-1 when it is not stored and create is 0). */
+int clnorm__db_device_id(clnorm_db *db, const clnorm_device_identity *d, int create,
+                         sqlite3_int64 *id);
+/* Whether the table `name` exists: a database of schema 2 or older has no heuristic and no
+ * copy_bandwidth table, one of schema 3 or older no ab table, and a reader never migrates. */
+int clnorm__db_has_table(sqlite3 *sql, const char *name, int *yes);
+/* Stores one row of `which` (db_store.c says what `result` points to) in its own transaction. */
+clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
+                                 const void *result, double copy_gbps, uint64_t bytes, char *err,
+                                 size_t err_size);
+/* Binds ab's row (after ?1, the device id) to ST_PUT_AB (db_ab.c). */
+void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab *ab);
 /* The message of a failed SQLite call on db while `doing` something, into err: CLNORM_E_DB. */
 clnorm_status clnorm__db_sql_error(clnorm_db *db, int rc, const char *doing, char *err,
                                    size_t err_size);

@@ -45,6 +45,11 @@ static const char *const statements[ST_COUNT] = {
                          " median_s, min_s, gbps, max_err, measured_at, clnorm_version) VALUES"
                          " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
                          " ?16, ?17, ?18, ?19, ?20)",
+    [ST_PUT_AB] = "INSERT OR REPLACE INTO ab (device_id, kernel_hash, op, dtype, cols, row_class,"
+                  " rows" CLNORM_VARIANT_SQL_COLUMNS ", h_wg, h_tpr, h_vec, h_hold, h_reduce,"
+                  " h_stats, candidate_s, heuristic_s, noise, rounds, verdict, measured_at,"
+                  " clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+                  " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     [ST_PUT_COPY] = ("INSERT OR REPLACE INTO copy_bandwidth (device_id, gbps, bytes, measured_at,"
                      " clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5)"),
 };
@@ -73,9 +78,8 @@ static void bind_device(sqlite3_stmt *st, const clnorm_device_identity *d) {
   sqlite3_bind_int64(st, 8, (sqlite3_int64)d->local_mem);
 }
 
-/* The row id of device into *id (-1 when it is not stored and create is 0). */
-static int device_id(clnorm_db *db, const clnorm_device_identity *d, int create,
-                     sqlite3_int64 *id) {
+int clnorm__db_device_id(clnorm_db *db, const clnorm_device_identity *d, int create,
+                         sqlite3_int64 *id) {
   if (db->cached && clnorm__identity_equal(&db->cached_device, d)) {
     *id = db->cached_id;
     return SQLITE_OK;
@@ -337,11 +341,11 @@ static clnorm_status check_file(clnorm_db *db, char *err, size_t err_size) {
   return CLNORM_OK;
 }
 
-/* Stores result (ST_PUT, ST_PUT_HEURISTIC) or the copy bandwidth (ST_PUT_COPY: copy_gbps, bytes)
- * of device in one transaction. */
-static clnorm_status put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
-                             const clnorm_result *result, double copy_gbps, uint64_t bytes,
-                             char *err, size_t err_size) {
+/* Stores result (ST_PUT, ST_PUT_HEURISTIC: a clnorm_result; ST_PUT_AB: a clnorm_ab) or the copy
+ * bandwidth (ST_PUT_COPY: copy_gbps, bytes) of device in one transaction. */
+clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
+                                 const void *result, double copy_gbps, uint64_t bytes, char *err,
+                                 size_t err_size) {
   clnorm_status status = CLNORM_OK;
   if (!db->writable)
     return clnorm__db_error(CLNORM_E_DB, err, err_size,
@@ -357,7 +361,7 @@ static clnorm_status put_row(clnorm_db *db, int which, const clnorm_device_ident
   sqlite3_int64 id = -1;
   sqlite3_stmt *st = NULL;
   const char *what = "storing the device";
-  rc = device_id(db, device, 1, &id);
+  rc = clnorm__db_device_id(db, device, 1, &id);
   if (rc == SQLITE_OK) {
     what = which == ST_PUT_COPY ? "storing the copy bandwidth" : "storing the result";
     rc = stmt(db, which, &st);
@@ -369,6 +373,8 @@ static clnorm_status put_row(clnorm_db *db, int which, const clnorm_device_ident
       sqlite3_bind_int64(st, 3, (sqlite3_int64)bytes);
       sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
       sqlite3_bind_text(st, 5, THIS_VERSION, -1, SQLITE_STATIC);
+    } else if (which == ST_PUT_AB) {
+      clnorm__db_bind_ab(st, id, result);
     } else {
       bind_result(st, id, result);
     }
@@ -391,14 +397,17 @@ static clnorm_status put_row(clnorm_db *db, int which, const clnorm_device_ident
 clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
                              const clnorm_result *result, char *err, size_t err_size) {
   const clnorm_status status = check_args(db, device, result, err, err_size);
-  return status != CLNORM_OK ? status : put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
+  return status != CLNORM_OK
+             ? status
+             : clnorm__db_put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
 }
 
 clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identity *device,
                                        const clnorm_result *result, char *err, size_t err_size) {
   const clnorm_status status = check_args(db, device, result, err, err_size);
-  return status != CLNORM_OK ? status
-                             : put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
+  return status != CLNORM_OK
+             ? status
+             : clnorm__db_put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
 }
 
 clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *device, double gbps,
@@ -414,7 +423,7 @@ clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *d
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size,
                             "copy bandwidth: %g GB/s over %llu bytes is not a measurement", gbps,
                             (unsigned long long)bytes);
-  return put_row(db, ST_PUT_COPY, device, NULL, gbps, bytes, err, err_size);
+  return clnorm__db_put_row(db, ST_PUT_COPY, device, NULL, gbps, bytes, err, err_size);
 }
 
 clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device,
@@ -441,7 +450,7 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "found is NULL");
   sqlite3_int64 id;
   sqlite3_stmt *st;
-  int rc = device_id(db, device, 0, &id);
+  int rc = clnorm__db_device_id(db, device, 0, &id);
   if (rc == SQLITE_OK && id < 0)
     return CLNORM_OK;
   if (rc == SQLITE_OK && (rc = stmt(db, ST_GET, &st)) == SQLITE_OK) {
@@ -494,24 +503,51 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
     char reason[160];
     if (!clnorm__db_device_valid(device, reason, sizeof reason))
       return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-    const int rc = device_id(db, device, 0, &id);
+    const int rc = clnorm__db_device_id(db, device, 0, &id);
     if (rc != SQLITE_OK)
       return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
     if (id < 0)
       return CLNORM_OK;
   }
-  /* A winner is the "ok" row with the smallest median of its shape: with exactly one min() in
-   * the query, SQLite takes the bare column id from that row. The filters are spelled out (not
-   * "?1 IS NULL OR ...") so that SQLite can search the results_winners index. A winner's row is
-   * checked again: w reads only that index, which a damaged file's may contradict (readers run
-   * no integrity check). */
+  /* A shape's fastest "ok" row (m): with exactly one min() in the query, SQLite takes the bare
+   * columns from that row. The filters are spelled out (not "?1 IS NULL OR ...") so that SQLite
+   * can search the results_winners index. Where the shape has A/B results (schema 4), its winner
+   * is the variant they chose (a): the heuristic's of the latest that kept it, else the
+   * candidate of the latest (max() picks that row, whose bare columns come with it). A winner's
+   * row is checked again: w reads only that index, which a damaged file's may contradict
+   * (readers run no integrity check). */
+  int with_ab = 0;
+  if (clnorm__db_has_table(db->sql, "ab", &with_ab) != SQLITE_OK)
+    with_ab = 0; /* listed as a database without A/B results */
   const char *const device_filter = device ? " AND device_id = ?1" : "";
   const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
-  char text[2048];
+  /* a: per shape, the variant its A/B results chose; w: that variant's result, else m's */
+  static const char ab_choice[] =
+      ", a AS (SELECT device_id, kernel_hash, op, dtype, cols, row_class,"
+      " CASE WHEN verdict = 'heuristic' THEN h_wg ELSE wg END AS wg,"
+      " CASE WHEN verdict = 'heuristic' THEN h_tpr ELSE tpr END AS tpr,"
+      " CASE WHEN verdict = 'heuristic' THEN h_vec ELSE vec END AS vec,"
+      " CASE WHEN verdict = 'heuristic' THEN h_hold ELSE hold END AS hold,"
+      " CASE WHEN verdict = 'heuristic' THEN h_reduce ELSE reduce END AS reduce,"
+      " CASE WHEN verdict = 'heuristic' THEN h_stats ELSE stats END AS stats,"
+      " max((verdict = 'heuristic') * 4611686018427387904 + id) FROM ab WHERE 1%s%s"
+      " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class),"
+      " w AS (SELECT coalesce(k.id, m.id) AS id FROM m LEFT JOIN a ON a.device_id = m.device_id"
+      " AND a.kernel_hash = m.kernel_hash AND a.op = m.op AND a.dtype = m.dtype"
+      " AND a.cols = m.cols AND a.row_class = m.row_class"
+      " LEFT JOIN results k ON k.device_id = a.device_id AND k.kernel_hash = a.kernel_hash"
+      " AND k.op = a.op AND k.dtype = a.dtype AND k.cols = a.cols AND k.row_class = a.row_class"
+      " AND k.wg = a.wg AND k.tpr = a.tpr AND k.vec = a.vec AND k.hold = a.hold"
+      " AND k.reduce = a.reduce AND k.stats = a.stats AND k.status = 'ok'"
+      " AND k.median_s IS NOT NULL)";
+  char chosen[3072] = ", w AS (SELECT id FROM m)";
+  if (with_ab)
+    snprintf(chosen, sizeof chosen, ab_choice, device_filter, hash_filter);
+  char text[6144];
   snprintf(text, sizeof text,
-           "WITH w AS (SELECT id, min(median_s) FROM results"
-           " WHERE status = 'ok' AND median_s IS NOT NULL%s%s"
-           " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class)"
+           "WITH m AS (SELECT id, device_id, kernel_hash, op, dtype, cols, row_class,"
+           " min(median_s) FROM results WHERE status = 'ok' AND median_s IS NOT NULL%s%s"
+           " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class)%s"
            " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
            " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
            " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
@@ -519,7 +555,7 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
            " r.clnorm_version, %s AS winner FROM %s JOIN devices d ON d.id = r.device_id"
            " WHERE 1%s%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
            " winner DESC, r.median_s IS NULL, r.median_s, r.min_s, r.id",
-           device_filter, hash_filter,
+           device_filter, hash_filter, chosen,
            winners_only ? "1" : "r.status = 'ok' AND r.id IN (SELECT id FROM w)",
            winners_only ? "w CROSS JOIN results r ON r.id = w.id" : "results r",
            device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "",
@@ -661,7 +697,7 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
                       " AND d.driver_version <> ?4",
                       device, 0, NULL, &out->driver_changed);
   if (rc == SQLITE_OK)
-    rc = device_id(db, device, 0, &id);
+    rc = clnorm__db_device_id(db, device, 0, &id);
   if (rc == SQLITE_OK && id >= 0)
     rc = count_rows(db->sql,
                     "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> ?2", NULL,
@@ -670,9 +706,7 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
                          : clnorm__db_sql_error(db, rc, "counting stale results", err, err_size);
 }
 
-/* Whether the table `name` exists: a database of schema 2 or older has no heuristic and no
- * copy_bandwidth table, and a reader never migrates. */
-static int has_table(sqlite3 *sql, const char *name, int *yes) {
+int clnorm__db_has_table(sqlite3 *sql, const char *name, int *yes) {
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(sql,
                               "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
@@ -696,7 +730,7 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
   if (!db || !fn)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
   int present = 0;
-  int rc = has_table(db->sql, "heuristic", &present);
+  int rc = clnorm__db_has_table(db->sql, "heuristic", &present);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "reading the schema", err, err_size);
   if (!present)
@@ -706,7 +740,7 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
     char reason[160];
     if (!clnorm__db_device_valid(device, reason, sizeof reason))
       return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-    if ((rc = device_id(db, device, 0, &id)) != SQLITE_OK)
+    if ((rc = clnorm__db_device_id(db, device, 0, &id)) != SQLITE_OK)
       return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
     if (id < 0)
       return CLNORM_OK;
@@ -752,9 +786,9 @@ clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *
     *measured_at = 0;
   int present = 0;
   sqlite3_int64 id = -1;
-  int rc = has_table(db->sql, "copy_bandwidth", &present);
+  int rc = clnorm__db_has_table(db->sql, "copy_bandwidth", &present);
   if (rc == SQLITE_OK && present)
-    rc = device_id(db, device, 0, &id);
+    rc = clnorm__db_device_id(db, device, 0, &id);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
   if (!present || id < 0)
@@ -856,7 +890,7 @@ clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity
   }
   const char *what = "storing the imported devices";
   for (size_t i = 0; rc == SQLITE_OK && i < device_count; i++)
-    rc = device_id(db, &devices[i], 1, &ids[i]);
+    rc = clnorm__db_device_id(db, &devices[i], 1, &ids[i]);
   if (rc == SQLITE_OK)
     what = "storing the imported results";
   for (size_t i = 0; rc == SQLITE_OK && i < row_count; i++) {

@@ -1042,6 +1042,83 @@ static void remove_tree(const char *path) {
     fprintf(stderr, "could not remove %s\n", path);
 }
 
+static int count_ab(void *user, const clnorm_ab *ab) {
+  clnorm_ab *last = user;
+  *last = *ab;
+  last->measured_at++; /* counts the rows: measured_at is 0 in the first */
+  return 0;
+}
+
+/* The A/B results (schema 4) decide a shape's winner: the fastest candidate while its A/B says
+ * it beat the heuristic; the heuristic's variant as soon as the A/B at any row count kept it. */
+static void test_ab_winner(void) {
+  const char *path = path_in("ab.db");
+  clnorm_db *db = NULL;
+  OK(clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err));
+  const clnorm_device_identity dev = fake_device("535.104");
+  /* layernorm 4096, class 2: wg=128 the fastest (2 us), wg=64 the heuristic's (3 us) */
+  clnorm_result fast = make_result(CLNORM_OP_LAYERNORM, 4096, 2, 128, CLNORM_OUTCOME_OK, 2e-6);
+  clnorm_result heur = make_result(CLNORM_OP_LAYERNORM, 4096, 2, 64, CLNORM_OUTCOME_OK, 3e-6);
+  OK(clnorm__db_put(db, &dev, &fast, err, sizeof err));
+  OK(clnorm__db_put(db, &dev, &heur, err, sizeof err));
+  clnorm_result *w = NULL;
+  size_t n = 0;
+  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 128); /* no A/B: the fastest */
+  free(w);
+
+  clnorm_ab ab;
+  memset(&ab, 0, sizeof ab);
+  ab.kernel_hash = HASH;
+  ab.op = CLNORM_OP_LAYERNORM;
+  ab.dtype = CLNORM_F32;
+  ab.cols = 4096;
+  ab.row_class = 2;
+  ab.rows = 300;
+  ab.candidate = fast.variant;
+  ab.heuristic = heur.variant;
+  ab.candidate_s = 2e-6;
+  ab.heuristic_s = 3e-6;
+  ab.noise = 0.01;
+  ab.rounds = 6;
+  ab.kept_heuristic = 0;
+  OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 128); /* the A/B at 300 rows: the candidate won */
+  free(w);
+  /* at 3000 rows (the same class) the candidate lost: the heuristic's variant is the winner */
+  ab.rows = 3000;
+  ab.candidate_s = 3.1e-6;
+  ab.kept_heuristic = 1;
+  OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 64 && w[0].median_s == 3e-6);
+  free(w);
+  /* and stays so when a later A/B at 300 rows says the candidate won again */
+  ab.rows = 300;
+  ab.kept_heuristic = 0;
+  ab.candidate_s = 1e-6;
+  OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 64);
+  free(w);
+  clnorm_ab last;
+  memset(&last, 0, sizeof last);
+  OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, count_ab, &last, err, sizeof err));
+  CHECK(last.rows == 3000 && last.kept_heuristic == 1 && last.heuristic.wg == 64 &&
+        last.candidate.wg == 128 && last.rounds == 6 && last.noise == 0.01);
+  /* bad input is refused, naming the field */
+  ab.rounds = 1001;
+  FAILS(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err), CLNORM_E_INVALID_ARG, "rounds");
+  clnorm__db_close(db);
+  /* read by the library (read-only): the same winner */
+  OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 64);
+  free(w);
+  clnorm__db_close(db);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/clnorm-test-db-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1063,7 +1140,8 @@ int main(void) {
                {"two writers", test_two_writers},
                {"export and import", test_export_import},
                {"device identity", test_identity},
-               {"invalid winners", test_dropped}};
+               {"invalid winners", test_dropped},
+               {"A/B winners", test_ab_winner}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     const int before = failures;
     struct timespec t0, t1;

@@ -37,16 +37,80 @@ static void json_double(FILE *f, double v) {
 
 typedef struct exporter {
   FILE *f;
+  clnorm_db *db;
   clnorm_device_identity device;
-  size_t devices, results;
+  size_t devices, results, abs;
+  clnorm_status status; /* of listing the A/B results */
+  char *err;
+  size_t err_size;
 } exporter;
+
+/* A variant's parameters as members: "wg": 4, ..., "stats": "welford" (no braces). */
+static void export_variant(FILE *f, const clnorm_variant *v) {
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
+    const clnorm_variant_param *p = &clnorm__variant_params[i];
+    const unsigned value = clnorm__variant_param(v, i);
+    if (p->names)
+      fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", p->name, p->names[value]);
+    else
+      fprintf(f, "%s\"%s\": %u", i ? ", " : "", p->name, value);
+  }
+}
+
+static int export_ab(void *user, const clnorm_ab *ab) {
+  exporter *x = user;
+  FILE *f = x->f;
+  char hash[17];
+  clnorm__db_hash_text(ab->kernel_hash, hash);
+  fprintf(f,
+          "%s\n    {\"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
+          "\"rows\": %llu, ",
+          x->abs ? "," : "", clnorm__op_names[ab->op], clnorm__dtype_names[ab->dtype],
+          (unsigned long long)ab->cols, ab->row_class, (unsigned long long)ab->rows);
+  export_variant(f, &ab->candidate);
+  fputs(", \"heuristic\": {", f);
+  export_variant(f, &ab->heuristic);
+  fputs("}, \"candidate_s\": ", f);
+  json_double(f, ab->candidate_s);
+  fputs(", \"heuristic_s\": ", f);
+  json_double(f, ab->heuristic_s);
+  fputs(", \"noise\": ", f);
+  json_double(f, ab->noise);
+  fprintf(f, ", \"rounds\": %u, \"kept\": \"%s\", \"measured_at\": %lld, \"kernel_hash\": \"%s\"}",
+          ab->rounds, ab->kept_heuristic ? "heuristic" : "tuned", (long long)ab->measured_at, hash);
+  x->abs++;
+  return ferror(f) != 0;
+}
+
+static int count_ab(void *user, const clnorm_ab *ab) {
+  (void)ab;
+  (*(size_t *)user)++;
+  return 0;
+}
+
+/* Ends the device's results and writes its A/B results (schema 4 on), when it has any. */
+static void export_device_end(exporter *x) {
+  fputs("\n   ]", x->f);
+  size_t n = 0;
+  if (x->status == CLNORM_OK)
+    x->status = clnorm__db_list_ab(x->db, &x->device, NULL, count_ab, &n, x->err, x->err_size);
+  if (x->status == CLNORM_OK && n > 0) {
+    fputs(",\n   \"ab\": [", x->f);
+    x->abs = 0;
+    x->status = clnorm__db_list_ab(x->db, &x->device, NULL, export_ab, x, x->err, x->err_size);
+    fputs("\n   ]", x->f);
+  }
+  fputs("}", x->f);
+}
 
 static int export_row(void *user, const clnorm_device_identity *d, const clnorm_result *r,
                       int winner) {
   exporter *x = user;
   FILE *f = x->f;
   if (x->devices == 0 || !clnorm__identity_equal(&x->device, d)) {
-    fputs(x->devices ? "\n   ]},\n" : "\n", f);
+    if (x->devices)
+      export_device_end(x);
+    fputs(x->devices ? ",\n" : "\n", f);
     const struct {
       const char *key, *text;
       int new_line; /* begins a line of its own */
@@ -106,13 +170,17 @@ clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "out");
   /* JSON numbers use '.' whatever the application's locale says */
   void *numbers = clnorm__c_numbers_begin();
-  exporter x = {out, {0}, 0, 0};
+  exporter x = {out, db, {0}, 0, 0, 0, CLNORM_OK, err, err_size};
   fprintf(out,
           "{\"format\": \"clnorm-tuning\", \"format_version\": %d, \"clnorm_version\": "
           "\"" CLNORM_VERSION_STRING "\",\n \"exported_at\": %lld,\n \"devices\": [",
           CLNORM_DB_JSON_FORMAT, (long long)time(NULL));
   clnorm_status status = clnorm__db_list(db, NULL, NULL, 0, export_row, &x, err, err_size);
-  fputs(x.devices ? "\n   ]}\n ]}\n" : "]}\n", out);
+  if (status == CLNORM_OK && x.devices)
+    export_device_end(&x);
+  if (status == CLNORM_OK)
+    status = x.status;
+  fputs(x.devices ? "\n ]}\n" : "]}\n", out);
   clnorm__c_numbers_end(numbers);
   if (status == CLNORM_OK && (fflush(out) != 0 || ferror(out)))
     status = clnorm__db_error(CLNORM_E_DB, err, err_size, "writing the exported results failed: %s",
@@ -648,10 +716,56 @@ static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
   return 1;
 }
 
+/* One A/B result (a device's optional "ab" list): the candidate's parameters as a result's,
+ * the heuristic's in the object "heuristic". */
+typedef struct import_ab {
+  size_t device;
+  clnorm_ab ab;
+} import_ab;
+
+static int read_ab(checker *c, const jnode *obj, clnorm_ab *ab) {
+  memset(ab, 0, sizeof *ab);
+  if (obj->type != J_OBJECT)
+    return bad(c, NULL, "expected an object, got %s", type_name(obj));
+  uint64_t cols, row_class, rows, rounds, measured_at;
+  int op, dtype, kept;
+  char hash[32];
+  static const char *const verdicts[] = {"tuned", "heuristic"};
+  const jnode *heur = member(c, obj, "heuristic", J_OBJECT);
+  if (!heur || !get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op) ||
+      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype) ||
+      !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, &cols) ||
+      !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class) ||
+      !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, &rows) ||
+      !get_variant(c, obj, &ab->candidate) || !get_variant(c, heur, &ab->heuristic) ||
+      !get_measure(c, obj, "candidate_s", &ab->candidate_s) ||
+      !get_measure(c, obj, "heuristic_s", &ab->heuristic_s) ||
+      !get_measure(c, obj, "noise", &ab->noise) || !get_uint(c, obj, "rounds", 0, 1000, &rounds) ||
+      !get_name(c, obj, "kept", verdicts, COUNT(verdicts), &kept) ||
+      !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||
+      !get_text(c, obj, "kernel_hash", hash, 17))
+    return 0;
+  if (strlen(hash) != 16 || !clnorm__db_parse_hash(hash, &ab->kernel_hash))
+    return bad(c, "kernel_hash", "expected 16 hexadecimal digits");
+  ab->op = (clnorm_op)op;
+  ab->dtype = (clnorm_dtype)dtype;
+  ab->cols = cols;
+  ab->row_class = (unsigned)row_class;
+  ab->rows = rows;
+  ab->rounds = (unsigned)rounds;
+  ab->kept_heuristic = kept;
+  ab->measured_at = (int64_t)measured_at;
+  char reason[192];
+  if (!clnorm__db_ab_valid(ab, reason, sizeof reason))
+    return bad(c, NULL, "%s", reason);
+  return 1;
+}
+
 /* Checks the whole document into devices and rows; nothing is stored unless all of it is valid. */
 static clnorm_status read_document(const jnode *root, clnorm_device_identity **devices_out,
                                    size_t *device_count, clnorm_db_import_row **rows_out,
-                                   size_t *row_count, char *err, size_t err_size) {
+                                   size_t *row_count, import_ab **abs_out, size_t *ab_count,
+                                   char *err, size_t err_size) {
   checker c = {"", err, err_size, 0};
   if (root->type != J_OBJECT)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size,
@@ -672,22 +786,24 @@ static clnorm_status read_document(const jnode *root, clnorm_device_identity **d
   const jnode *list = member(&c, root, "devices", J_ARRAY);
   if (!list)
     return CLNORM_E_INVALID_ARG;
-  size_t total = 0;
-  for (const jnode *d = list->child; d; d = d->next) {
-    const jnode *results = NULL;
-    for (const jnode *m = d->type == J_OBJECT ? d->child : NULL; m; m = m->next)
+  size_t total = 0, total_ab = 0;
+  for (const jnode *d = list->child; d; d = d->next)
+    for (const jnode *m = d->type == J_OBJECT ? d->child : NULL; m; m = m->next) {
       if (strcmp(m->key, "results") == 0 && m->type == J_ARRAY)
-        results = m;
-    total += results ? results->count : 0;
-  }
+        total += m->count;
+      if (strcmp(m->key, "ab") == 0 && m->type == J_ARRAY)
+        total_ab += m->count;
+    }
   clnorm_device_identity *devices = calloc(list->count ? list->count : 1, sizeof *devices);
   clnorm_db_import_row *rows = calloc(total ? total : 1, sizeof *rows);
-  if (!devices || !rows) {
+  import_ab *abs = calloc(total_ab ? total_ab : 1, sizeof *abs);
+  if (!devices || !rows || !abs) {
     free(devices);
     free(rows);
+    free(abs);
     return clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "import: out of memory");
   }
-  size_t di = 0, ri = 0;
+  size_t di = 0, ri = 0, ai = 0;
   char where[96];
   for (const jnode *d = list->child; d && !c.failed; d = d->next, di++) {
     snprintf(where, sizeof where, "devices[%zu]", di);
@@ -707,17 +823,51 @@ static clnorm_status read_document(const jnode *root, clnorm_device_identity **d
         break;
       rows[ri++].device = di;
     }
+    /* "ab" (exports of schema 4 on) is optional: older exports have none */
+    const jnode *list_ab = NULL;
+    for (const jnode *m = d->type == J_OBJECT ? d->child : NULL; m; m = m->next)
+      if (strcmp(m->key, "ab") == 0)
+        list_ab = m;
+    if (list_ab && list_ab->type != J_ARRAY) {
+      snprintf(where, sizeof where, "devices[%zu]", di);
+      bad(&c, "ab", "expected an array, got %s", type_name(list_ab));
+    }
+    k = 0;
+    for (const jnode *a = list_ab && !c.failed ? list_ab->child : NULL; a; a = a->next, k++) {
+      snprintf(where, sizeof where, "devices[%zu].ab[%zu]", di, k);
+      if (!read_ab(&c, a, &abs[ai].ab))
+        break;
+      abs[ai++].device = di;
+    }
   }
   if (c.failed) {
     free(devices);
     free(rows);
+    free(abs);
     return CLNORM_E_INVALID_ARG;
   }
   *devices_out = devices;
   *device_count = di;
   *rows_out = rows;
   *row_count = ri;
+  *abs_out = abs;
+  *ab_count = ai;
   return CLNORM_OK;
+}
+
+typedef struct ab_newer {
+  const clnorm_ab *ab;
+  int newer; /* cleared when a stored A/B of the same shape and rows is as recent */
+} ab_newer;
+
+static int newer_ab(void *user, const clnorm_ab *stored) {
+  ab_newer *n = user;
+  const clnorm_ab *ab = n->ab;
+  if (stored->op == ab->op && stored->dtype == ab->dtype && stored->cols == ab->cols &&
+      stored->row_class == ab->row_class && stored->rows == ab->rows &&
+      stored->measured_at >= ab->measured_at)
+    n->newer = 0;
+  return 0;
 }
 
 clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, size_t *imported,
@@ -752,14 +902,25 @@ clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, siz
   }
   clnorm_device_identity *devices = NULL;
   clnorm_db_import_row *rows = NULL;
-  size_t device_count = 0, row_count = 0;
-  clnorm_status status =
-      read_document(root, &devices, &device_count, &rows, &row_count, err, err_size);
+  import_ab *abs = NULL;
+  size_t device_count = 0, row_count = 0, ab_count = 0;
+  clnorm_status status = read_document(root, &devices, &device_count, &rows, &row_count, &abs,
+                                       &ab_count, err, err_size);
   jfree(&p);
   if (status == CLNORM_OK)
     status = clnorm__db_import_rows(db, devices, device_count, rows, row_count, imported, kept, err,
                                     err_size);
+  /* the A/B results after the results they decide between; as results, a stored one is
+   * replaced only by a later measurement */
+  for (size_t i = 0; i < ab_count && status == CLNORM_OK; i++) {
+    ab_newer find = {&abs[i].ab, 1};
+    status = clnorm__db_list_ab(db, &devices[abs[i].device], &abs[i].ab.kernel_hash, newer_ab,
+                                &find, err, err_size);
+    if (status == CLNORM_OK && find.newer)
+      status = clnorm__db_put_ab(db, &devices[abs[i].device], &abs[i].ab, err, err_size);
+  }
   free(devices);
   free(rows);
+  free(abs);
   return status;
 }

@@ -299,16 +299,41 @@ typedef struct strategy {
 extern const strategy strategies[STRATEGIES];
 /* The strategy named `name`, or NULL. */
 const strategy *find_strategy(const char *name);
+/* Evaluates the shape's stored winner (clnorm__db_winners: chosen at another row count of its
+ * class, or by an earlier run), when the search did not: read back, it joins the confirmation
+ * and the A/B, so that a winner tuned at one row count is compared with the heuristic at this
+ * one too. */
+void evaluate_class_winner(search *se);
 /* The confirmation round of a shape this run measured: the fastest CONFIRM_TOP candidates and
  * the heuristic's (index h, when it ran) are timed again, CONFIRM_ROUNDS rounds in turn, so that
  * a burst of other work on the machine during one candidate's timing does not crown it (on a
  * shared CPU one variant's median moves by 10-20 % between runs). Each keeps the median of its
- * timings, stored over its first result; the winner is the lowest. Skipped when nothing was
- * measured (a resumed shape keeps what it had) or on Ctrl-C; not for an exhausted --budget:
+ * timings, stored over its first result; the lowest is the best candidate, which ab_test then
+ * compares with the heuristic. Skipped when nothing was measured (a resumed shape keeps what it
+ * had) or on Ctrl-C; not for an exhausted --budget:
  * the shape whose search used the last of it is the one most likely to have a noisy winner
  * (main.sh's 60 s run stored RMSNorm 256 x 65536 at 0.50 of copy over the heuristic's 0.84),
  * and the round is bounded (at most 8 timings). */
 void confirm(search *se, size_t h);
+/* The interleaved A/B of a shape at its row count, after confirm: the search's best candidate
+ * and the heuristic's variant h timed in turn, candidate then heuristic, AB_ROUNDS rounds (each
+ * a median of back-to-back calls as time_variant takes it), so that a burst of other work slows
+ * both alike. ab_decide's rule: the candidate is the winner only when it is faster than the
+ * heuristic (median over median) by more than the noise (half the range of the rounds' ratios,
+ * over their median) and by more than AB_MARGIN; else the heuristic is kept. The result is
+ * stored (clnorm__db_put_ab), so the winner of the shape's row class is the heuristic's variant
+ * when the A/B at any row count tuned kept it. A stored A/B of the same two variants at this
+ * row count is reused (a resumed run times nothing). Returns 1 (heuristic kept), 0 (candidate),
+ * or -1 when no A/B was made (nothing verified, the heuristic failed, Ctrl-C), with *out
+ * filled for 0 and 1. */
+#define AB_ROUNDS 6
+#define AB_MARGIN 0.02
+int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out);
+/* The decision from n rounds' times per call (n <= AB_ROUNDS): fills ab's times, noise, rounds
+ * and kept_heuristic. */
+void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *ab);
+/* One line saying what an A/B decided and why, for tune and show. */
+void ab_note(const clnorm_ab *ab, char *buf, size_t size);
 /* Stores what the heuristic's variant h (candidate `start`, or none when start is se->n) gives
  * on the shape, for `normtune report`: the candidate's stored result when the search evaluated
  * it, else a measurement made here (nothing when the run was interrupted first), which is
@@ -359,5 +384,8 @@ int cmd_report(const options *o);
 
 /* normtune_bench.c */
 int cmd_bench(const options *o);
+
+/* normtune_verify.c */
+int cmd_verify(const options *o);
 
 #endif

@@ -31,6 +31,7 @@ int cmd_devices(const options *o) {
 }
 
 typedef struct show_state {
+  clnorm_db *db;
   int json, first;
   const char *c_table;
   const clnorm_device_identity *last;
@@ -59,6 +60,54 @@ static void upper_copy(char *out, size_t size, const char *name) {
   for (; name[i] && i + 1 < size; i++)
     out[i] = (char)toupper((unsigned char)name[i]);
   out[i] = '\0';
+}
+
+/* The A/B results of one winner's shape (every row count tuned), printed as show prints. */
+typedef struct show_ab {
+  const clnorm_result *r;
+  int json, count;
+} show_ab;
+
+static int show_ab_row(void *user, const clnorm_ab *ab) {
+  show_ab *sa = user;
+  const clnorm_result *r = sa->r;
+  if (ab->op != r->op || ab->dtype != r->dtype || ab->cols != r->cols ||
+      ab->row_class != r->row_class)
+    return 0;
+  if (sa->json) {
+    char cand[128], heur[128];
+    clnorm_variant_format(&ab->candidate, cand, sizeof cand);
+    clnorm_variant_format(&ab->heuristic, heur, sizeof heur);
+    printf("%s{\"rows\": %llu, \"kept\": \"%s\", \"candidate\": \"%s\", \"heuristic\": \"%s\"",
+           sa->count ? ", " : "", (unsigned long long)ab->rows,
+           ab->kept_heuristic ? "heuristic" : "tuned", cand, heur);
+    const json_field fields[] = {{"candidate_s", "%.6g", ab->candidate_s, NULL},
+                                 {"heuristic_s", "%.6g", ab->heuristic_s, NULL},
+                                 {"gain", "%.4f", ab->heuristic_s / ab->candidate_s - 1.0, NULL},
+                                 {"noise", "%.4f", ab->noise, NULL},
+                                 {"rounds", "%.0f", (double)ab->rounds, NULL}};
+    json_fields(fields, sizeof fields / sizeof fields[0]);
+    printf("}");
+  } else {
+    char note[600];
+    ab_note(ab, note, sizeof note);
+    printf("      %s\n", note);
+  }
+  sa->count++;
+  return 0;
+}
+
+/* Prints the shape's A/B results (show --json: as the member "ab", a list). */
+static void show_abs(show_state *st, const clnorm_device_identity *dev, const clnorm_result *r) {
+  show_ab sa = {r, st->json, 0};
+  char err[512];
+  if (st->json)
+    printf(", \"ab\": [");
+  if (clnorm__db_list_ab(st->db, dev, &r->kernel_hash, show_ab_row, &sa, err, sizeof err) !=
+      CLNORM_OK)
+    die(1, "%s", err);
+  if (st->json)
+    printf("]");
 }
 
 static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_result *r,
@@ -94,6 +143,7 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
            "\"rows\": %llu, \"variant\": \"%s\"",
            op_name(r->op), dtype_name(r->dtype), (unsigned long long)r->cols, r->row_class,
            (unsigned long long)r->rows, text);
+    show_abs(st, dev, r);
     const json_field fields[] = {{"median_s", "%.6g", r->median_s, NULL},
                                  {"gbps", "%.1f", r->gbps, NULL},
                                  {"max_err", "%.3g", r->max_err, NULL},
@@ -113,6 +163,7 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   printf("  %-13s %-5s %8llu %-10s %8llu %10.2f %9.1f  %s\n", op_name(r->op), dtype_name(r->dtype),
          (unsigned long long)r->cols, range, (unsigned long long)r->rows, r->median_s * 1e6,
          r->gbps, text);
+  show_abs(st, dev, r);
   return 0;
 }
 
@@ -121,6 +172,7 @@ int cmd_show(const options *o) {
   clnorm_db *db = open_db_read(o, " (run `normtune tune` first, or give --db PATH)", path);
   show_state st;
   memset(&st, 0, sizeof st);
+  st.db = db;
   st.json = o->json;
   st.c_table = o->c_table;
   st.first = 1;

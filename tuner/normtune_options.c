@@ -198,6 +198,8 @@ static unsigned command_options(const char *cmd, const options *o) {
     return OPT_DB | OPT_DEVICE | (o->given & OPT_C_TABLE ? OPT_C_TABLE : OPT_JSON);
   if (strcmp(cmd, "bench") == 0)
     return select | OPT_JSON | (o->given & OPT_GRID ? OPT_GRID | OPT_QUIET : OPT_COLS | OPT_ROWS);
+  if (strcmp(cmd, "verify") == 0)
+    return select | OPT_JSON | (o->given & OPT_GRID ? OPT_GRID : OPT_COLS | OPT_ROWS);
   if (strcmp(cmd, "report") == 0)
     return OPT_OUT | OPT_DB | OPT_QUIET;
   if (strcmp(cmd, "doctor") == 0)
@@ -229,8 +231,9 @@ void check_command_options(const char *cmd, const options *o) {
         option_names[k]);
   if (strcmp(cmd, "show") == 0 && (bit == OPT_JSON || bit == OPT_C_TABLE))
     die(EXIT_USAGE, "show takes --json or --c-table, not both");
-  if (strcmp(cmd, "bench") == 0 && o->given & OPT_GRID && (bit == OPT_COLS || bit == OPT_ROWS))
-    die(EXIT_USAGE, "bench --grid takes its shapes from --grid, not from %s", option_names[k]);
+  if ((strcmp(cmd, "bench") == 0 || strcmp(cmd, "verify") == 0) && o->given & OPT_GRID &&
+      (bit == OPT_COLS || bit == OPT_ROWS))
+    die(EXIT_USAGE, "%s --grid takes its shapes from --grid, not from %s", cmd, option_names[k]);
   if (strcmp(cmd, "bench") == 0 && bit == OPT_QUIET)
     die(EXIT_USAGE, "--quiet belongs to bench --grid (bench without it prints no progress)");
   die(EXIT_USAGE, "%s does not take %s (see normtune help %s)", cmd, option_names[k], cmd);
@@ -267,6 +270,11 @@ const char usage[] =
     "  bench --grid gpu|ROWSxCOLS,... [--device ...] [--db PATH] [--ops ...] [--dtypes ...]\n"
     "      [--json] [--quiet]  every op x dtype x shape of the grid through the dispatcher:\n"
     "                          kernel time, GB/s, ratio to copy, wall time per call, checked\n"
+    "  verify [--device ...] [--db PATH] [--ops ...] [--dtypes ...] [--cols ...] [--rows ...]\n"
+    "      [--grid gpu|ROWSxCOLS,...] [--json]\n"
+    "                          per shape (default: the shapes tuned), the time per call of\n"
+    "                          the tuned choice and of the heuristic, interleaved, their\n"
+    "                          ratio, and the geometric mean\n"
     "  report --out FILE.svg|FILE.html [--db PATH] [--quiet]\n"
     "                          charts of the database: GB/s against cols per device, op\n"
     "                          and row count,\n"
@@ -301,6 +309,7 @@ const char usage[] =
     "  normtune show --device gpu\n"
     "  normtune bench --cols 4096,65536 --rows 256\n"
     "  normtune bench --grid gpu --device NVIDIA --json > clnorm.json\n"
+    "  normtune verify --device gpu\n"
     "  normtune report --out report.svg\n"
     "  normtune doctor\n"
     "\n"
@@ -422,6 +431,32 @@ static const command_help helps[] = {
      "  normtune bench --grid 64x1024,8x4096 --ops rmsnorm --dtypes bf16\n"
      "\n"
      "exit status: 0 every check passed, 1 a check failed or a failure, 2 bad usage\n"},
+    {"verify",
+     "usage: normtune verify [--device D] [--db PATH] [--ops ...] [--dtypes ...]\n"
+     "                       [--cols N,... --rows N,... | --grid gpu|ROWSxCOLS,...] [--json]\n"
+     "\n"
+     "Does the tuning database make calls faster? Per shape, the time per call of the\n"
+     "dispatcher's choice with the database (the library's chain: tuned, nearest, built-in,\n"
+     "heuristic) and of the heuristic's variant, both checked against the reference, then\n"
+     "timed in 6 rounds in turn (choice, heuristic, choice, ...), each round a median of\n"
+     "back-to-back calls from the first kernel's start to the last one's end; the speed-up is\n"
+     "the heuristic's median over the choice's (above 1: tuning helps), +- half the range of\n"
+     "the rounds' ratios. The last line gives the geometric mean and the worst speed-up.\n"
+     "Without shape options, every shape this device has a winner for, at the rows it was\n"
+     "tuned (filtered by --ops and --dtypes); --cols and --rows take every value with every\n"
+     "other (defaults as bench); --grid as bench --grid.\n"
+     "\n" HELP_DEVICE HELP_DB HELP_OPS_DTYPES "  --cols N,...          row lengths\n"
+     "  --rows N,...          row counts\n"
+     "  --grid gpu|RxC,...    17 transformer shapes (gpu), or a list such as 64x1024,8x4096\n"
+     "  --json                one JSON object per line: a header, one per shape, a summary\n"
+     "\n"
+     "examples:\n"
+     "  normtune verify --device NVIDIA\n"
+     "  normtune verify --ops all --dtypes f32,bf16 --cols 1024,4096 --rows 1024,4096 --json\n"
+     "  normtune verify --grid 64x1024,8x4096 --db results/h100.db\n"
+     "\n"
+     "exit status: 0 every check passed, 1 a check failed or a failure, 2 bad usage,\n"
+     "130 interrupted\n"},
     {"report",
      "usage: normtune report --out FILE.svg|FILE.html|- [--db PATH] [--quiet]\n"
      "\n"

@@ -236,6 +236,26 @@ const strategy *find_strategy(const char *name) {
   return NULL;
 }
 
+void evaluate_class_winner(search *se) {
+  if (se->replay || interrupted)
+    return;
+  clnorm_result *w = NULL;
+  size_t n = 0;
+  char err[1024];
+  if (clnorm__db_winners(se->db, &se->s->identity, se->s->hash, &w, &n, err, sizeof err) !=
+      CLNORM_OK)
+    return;
+  const unsigned row_class = clnorm__row_class(se->sh->rows);
+  for (size_t i = 0; i < n; i++)
+    if (w[i].op == se->sh->op && w[i].dtype == se->sh->dtype && w[i].cols == se->sh->cols &&
+        w[i].row_class == row_class) {
+      const size_t k = find_candidate(se, &w[i].variant);
+      if (k < se->n)
+        evaluate(se, k); /* read back: stored, so nothing is measured */
+    }
+  free(w);
+}
+
 #define CONFIRM_TOP 3    /* the fastest candidates timed again, with the heuristic's */
 #define CONFIRM_ROUNDS 2 /* rounds over them, interleaved */
 
@@ -307,6 +327,132 @@ void confirm(search *se, size_t h) {
       se->best_time = se->c[pick[k]].median;
       se->best = pick[k];
     }
+}
+
+void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *ab) {
+  double c[AB_ROUNDS], h[AB_ROUNDS], ratio[AB_ROUNDS];
+  n = n > AB_ROUNDS ? AB_ROUNDS : n;
+  for (size_t i = 0; i < n; i++) {
+    c[i] = cand_s[i];
+    h[i] = heur_s[i];
+    ratio[i] = heur_s[i] / cand_s[i];
+  }
+  ab->candidate_s = tool_median(c, n);
+  ab->heuristic_s = tool_median(h, n);
+  const double mid = tool_median(ratio, n); /* sorts: ratio[0] is the least */
+  ab->noise = n > 1 ? 0.5 * (ratio[n - 1] - ratio[0]) / mid : 0.0;
+  ab->rounds = (unsigned)n;
+  const double gain = ab->heuristic_s / ab->candidate_s - 1.0;
+  ab->kept_heuristic = !(gain > ab->noise && gain > AB_MARGIN);
+}
+
+void ab_note(const clnorm_ab *ab, char *buf, size_t size) {
+  char cand[128], heur[128];
+  clnorm_variant_format(&ab->candidate, cand, sizeof cand);
+  clnorm_variant_format(&ab->heuristic, heur, sizeof heur);
+  const double gain = 100.0 * (ab->heuristic_s / ab->candidate_s - 1.0);
+  if (ab->rounds == 0)
+    snprintf(buf, size, "heuristic kept at %llu rows: its variant %s is the fastest candidate",
+             (unsigned long long)ab->rows, heur);
+  else if (ab->kept_heuristic)
+    snprintf(buf, size,
+             "heuristic kept at %llu rows: best candidate %s was only %.1f%% %s than the "
+             "heuristic's %s, noise %.1f%% (%u rounds; a winner needs more than the noise and "
+             "%.0f%%)",
+             (unsigned long long)ab->rows, cand, fabs(gain), gain >= 0 ? "faster" : "slower", heur,
+             100.0 * ab->noise, ab->rounds, 100.0 * AB_MARGIN);
+  else
+    snprintf(buf, size,
+             "tuned at %llu rows: %s is %.1f%% faster than the heuristic's %s, noise %.1f%% (%u "
+             "rounds)",
+             (unsigned long long)ab->rows, cand, gain, heur, 100.0 * ab->noise, ab->rounds);
+}
+
+typedef struct ab_find {
+  const clnorm_ab *key;
+  clnorm_ab found;
+  int hit;
+} ab_find;
+
+static int find_ab(void *user, const clnorm_ab *ab) {
+  ab_find *f = user;
+  const clnorm_ab *k = f->key;
+  if (ab->op == k->op && ab->dtype == k->dtype && ab->cols == k->cols &&
+      ab->row_class == k->row_class && ab->rows == k->rows &&
+      differences(&ab->candidate, &k->candidate) == 0 &&
+      differences(&ab->heuristic, &k->heuristic) == 0) {
+    f->found = *ab;
+    f->hit = 1;
+    return 1;
+  }
+  return 0;
+}
+
+int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
+  if (se->replay || interrupted || !(se->best_time < INFINITY))
+    return -1;
+  char err[1024];
+  int found = 0;
+  clnorm_result hr;
+  result_key(se, h, &hr);
+  /* a heuristic that failed (wrong, not built, not run) cannot be kept: the candidate wins */
+  if (clnorm__db_get(se->db, &se->s->identity, &hr, &hr, &found, err, sizeof err) != CLNORM_OK ||
+      !found || (hr.outcome != CLNORM_OUTCOME_OK && hr.outcome != CLNORM_OUTCOME_SLOW))
+    return -1;
+  clnorm_ab ab;
+  memset(&ab, 0, sizeof ab);
+  ab.kernel_hash = se->s->hash;
+  ab.op = se->sh->op;
+  ab.dtype = se->sh->dtype;
+  ab.cols = se->sh->cols;
+  ab.row_class = clnorm__row_class(se->sh->rows);
+  ab.rows = se->sh->rows;
+  ab.candidate = se->c[se->best].v;
+  ab.heuristic = *h;
+  /* resumed: these two were compared at this row count already */
+  ab_find f = {&ab, ab, 0};
+  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hash, find_ab, &f, err, sizeof err) ==
+          CLNORM_OK &&
+      f.hit) {
+    *out = f.found;
+    return out->kept_heuristic;
+  }
+  if (differences(&ab.candidate, h) == 0) {
+    ab.candidate_s = ab.heuristic_s = hr.median_s;
+    ab.kept_heuristic = 1; /* rounds 0: nothing to compare */
+  } else {
+    double tc[AB_ROUNDS], th[AB_ROUNDS];
+    for (size_t r = 0; r < AB_ROUNDS; r++) {
+      timing t;
+      if (interrupted || time_variant(se->s, se->sh, &ab.candidate, 0, &t) != CLNORM_OK ||
+          !(t.median > 0))
+        return -1;
+      tc[r] = t.median;
+      if (time_variant(se->s, se->sh, h, 0, &t) != CLNORM_OK || !(t.median > 0))
+        return -1;
+      th[r] = t.median;
+    }
+    ab_decide(tc, th, AB_ROUNDS, &ab);
+  }
+  /* a heuristic cut short by the search (slow) but kept here: its A/B time makes it "ok", so
+   * that the winners query can choose it */
+  if (ab.kept_heuristic && hr.outcome == CLNORM_OUTCOME_SLOW) {
+    const clnorm_call call = shape_call(se->sh, 0);
+    hr.outcome = CLNORM_OUTCOME_OK;
+    hr.median_s = ab.heuristic_s;
+    hr.min_s = fmin(hr.min_s, ab.heuristic_s);
+    hr.gbps = tool_op_bytes(&call) / ab.heuristic_s / 1e9;
+    if (clnorm__db_put(se->db, &se->s->identity, &hr, err, sizeof err) != CLNORM_OK)
+      die(EXIT_DB, "storing a result: %s; the same command resumes from what the database holds",
+          err);
+  }
+  if (clnorm__db_put_ab(se->db, &se->s->identity, &ab, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB,
+        "storing the A/B result: %s; the same command resumes from what the database "
+        "holds",
+        err);
+  *out = ab;
+  return ab.kept_heuristic;
 }
 
 double record_heuristic(search *se, const clnorm_variant *h, size_t start) {

@@ -141,16 +141,27 @@ int cmd_tune(const options *o) {
             prebuild_all(&se, &call);
           strat->run(&se, start, limit, &rng);
           se.deadline = shape_deadline_save;
+          evaluate_class_winner(&se);
           confirm(&se, start); /* against the whole run's deadline: the search used the shape's */
           const double heuristic_time = record_heuristic(&se, &h, start);
+          /* the winner: what the A/B against the heuristic decided, else the faster of the two */
+          clnorm_ab ab;
+          const int kept = ab_test(&se, &h, &ab);
           if (se.best_time < INFINITY || heuristic_time < INFINITY) {
-            const int heuristic_best = heuristic_time < se.best_time;
-            char text[128], line[400];
+            const int heuristic_best = kept >= 0 ? kept : heuristic_time < se.best_time;
+            const double winner_time = kept == 1        ? ab.heuristic_s
+                                       : kept == 0      ? ab.candidate_s
+                                       : heuristic_best ? heuristic_time
+                                                        : se.best_time;
+            char text[128], line[1000], note[600] = "";
             clnorm_variant_format(heuristic_best ? &h : &se.c[se.best].v, text, sizeof text);
-            snprintf(line, sizeof line, "best %s %s %zux%zu: %s %.1f GB/s (%zu of %zu evaluated)",
-                     op_name(sh.op), dtype_name(sh.dtype), sh.rows, sh.cols, text,
-                     tool_op_bytes(&call) / (heuristic_best ? heuristic_time : se.best_time) / 1e9,
-                     se.evaluated, se.n);
+            if (kept >= 0)
+              ab_note(&ab, note, sizeof note);
+            snprintf(line, sizeof line,
+                     "best %s %s %zux%zu: %s %.1f GB/s (%zu of %zu evaluated)%s%s", op_name(sh.op),
+                     dtype_name(sh.dtype), sh.rows, sh.cols, text,
+                     tool_op_bytes(&call) / winner_time / 1e9, se.evaluated, se.n,
+                     note[0] ? "; " : "", note);
             if (se.tty)
               fprintf(stderr, "\r\033[K%s\n", line);
             else if (!o->quiet)

@@ -9,7 +9,7 @@ source "$(dirname "$0")/common.sh"
 step "help"
 expect_rc 0 help "$NORMTUNE" --help
 expect_in "$WORK/help.out" '^usage: normtune COMMAND' "--help prints the usage"
-for cmd in devices tune show bench export import; do
+for cmd in devices tune show bench verify export import; do
   expect_in "$WORK/help.out" "^  $cmd( |$)" "--help lists $cmd"
 done
 expect_rc 0 tune_help "$NORMTUNE" tune --help
@@ -19,7 +19,7 @@ for op in layernorm rmsnorm add_layernorm add_rmsnorm layernorm_bwd rmsnorm_bwd;
   expect_in "$WORK/help.out" "^OP: .*\b$op\b" "--help names the op $op"
 done
 expect_rc 0 h "$NORMTUNE" -h
-for cmd in devices tune show bench report doctor export import strategies; do
+for cmd in devices tune show bench verify report doctor export import strategies; do
   expect_in "$WORK/help.out" "^  $cmd( |$)" "--help lists $cmd"
   expect_rc 0 "help_$cmd" "$NORMTUNE" help "$cmd"
   expect_rc 0 "dash_help_$cmd" "$NORMTUNE" "$cmd" --help
@@ -89,7 +89,7 @@ done
 for value in -4x8 4x-8 4x8x 4x99999999999999999999999 4x8, x8 4x "4x 8"; do
   usage_error "num$((n++))" '^normtune: --grid: "' bench --grid "$value"
 done
-for cmd in tune show bench strategies; do
+for cmd in tune show bench verify strategies; do
   for value in -1 +0 99999999999999999999999; do
     usage_error "num$((n++))" '^normtune: --device: "' "$cmd" --device "$value"
   done
@@ -123,6 +123,8 @@ not_taken 'bench does not take --budget' bench --budget 5
 not_taken 'bench --grid takes its shapes from --grid, not from --cols' bench --grid 4x8 --cols 8
 not_taken 'bench --grid takes its shapes from --grid, not from --rows' bench --rows 8 --grid 4x8
 not_taken '--quiet belongs to bench --grid' bench --quiet
+not_taken 'verify does not take --budget' verify --budget 5
+not_taken 'verify --grid takes its shapes from --grid, not from --cols' verify --grid 4x8 --cols 8
 not_taken '--version takes no argument' --version tune
 echo "   $n options refused where their command does not take them"
 
@@ -140,7 +142,7 @@ MAN=$(dirname "$0")/../../docs/normtune.1
 sed 's/\\-/-/g; s/\\f[BIRP]//g' "$MAN" >"$WORK/man.txt"
 expect_in "$WORK/man.txt" "^\.TH NORMTUNE 1 [0-9-]+ \"clnorm $header_version\"" \
   "the man page is of clnorm $header_version"
-for cmd in devices tune show bench report doctor export import strategies help; do
+for cmd in devices tune show bench verify report doctor export import strategies help; do
   expect_in "$WORK/man.txt" "^\.B $cmd( |$)" "the man page describes $cmd"
   # every option the command's help names
   for opt in $(grep -oE -- '--[a-z][a-z-]+' "$WORK/help_$cmd.out" 2>/dev/null | sort -u); do

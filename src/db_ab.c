@@ -1,0 +1,208 @@
+/* The A/B results of the tuning database (see db.h, clnorm_ab): storing and listing them. What
+ * they decide, the winners, is read by db_store.c's listing. */
+#define _POSIX_C_SOURCE 200809L
+#include "db_private.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static int variant_valid(const clnorm_variant *v, const char *which, char *buf, size_t size) {
+  clnorm_result r;
+  memset(&r, 0, sizeof r);
+  r.cols = 1;
+  r.variant = *v;
+  r.outcome = CLNORM_OUTCOME_WRONG;
+  r.median_s = r.min_s = r.gbps = r.max_err = NAN;
+  char reason[160];
+  if (clnorm__db_result_valid(&r, reason, sizeof reason))
+    return 1;
+  snprintf(buf, size, "%s: %s", which, reason);
+  return 0;
+}
+
+int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
+  clnorm_result r;
+  memset(&r, 0, sizeof r);
+  r.op = ab->op;
+  r.dtype = ab->dtype;
+  r.cols = ab->cols;
+  r.row_class = ab->row_class;
+  r.rows = ab->rows;
+  r.variant = ab->candidate;
+  r.outcome = CLNORM_OUTCOME_WRONG;
+  r.median_s = r.min_s = r.gbps = r.max_err = NAN;
+  if (!clnorm__db_result_valid(&r, buf, size) ||
+      !variant_valid(&ab->heuristic, "heuristic", buf, size))
+    return 0;
+  if (!(isfinite(ab->candidate_s) && ab->candidate_s > 0 && isfinite(ab->heuristic_s) &&
+        ab->heuristic_s > 0 && isfinite(ab->noise) && ab->noise >= 0))
+    return snprintf(buf, size, "candidate_s, heuristic_s: finite and above 0; noise >= 0"), 0;
+  if (ab->rounds > 1000 || ab->measured_at < 0 || (ab->rounds == 0 && !ab->kept_heuristic))
+    return snprintf(buf, size,
+                    "rounds: at most 1000 (0: the candidate is the heuristic's variant, kept); "
+                    "measured_at: not negative"),
+           0;
+  return 1;
+}
+
+static void bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v) {
+  sqlite3_bind_int64(st, first, v->wg);
+  sqlite3_bind_int64(st, first + 1, v->tpr);
+  sqlite3_bind_int64(st, first + 2, v->vec);
+  sqlite3_bind_int64(st, first + 3, v->hold);
+  sqlite3_bind_text(st, first + 4, clnorm__reduce_names[v->reduce], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, first + 5, clnorm__stats_names[v->stats], -1, SQLITE_STATIC);
+}
+
+void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab *ab) {
+  char hash[17];
+  clnorm__db_hash_text(ab->kernel_hash, hash);
+  sqlite3_bind_int64(st, 1, device);
+  sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, clnorm__op_names[ab->op], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, clnorm__dtype_names[ab->dtype], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, (sqlite3_int64)ab->cols);
+  sqlite3_bind_int64(st, 6, ab->row_class);
+  sqlite3_bind_int64(st, 7, (sqlite3_int64)ab->rows);
+  bind_variant(st, 8, &ab->candidate);
+  bind_variant(st, 14, &ab->heuristic);
+  sqlite3_bind_double(st, 20, ab->candidate_s);
+  sqlite3_bind_double(st, 21, ab->heuristic_s);
+  sqlite3_bind_double(st, 22, ab->noise);
+  sqlite3_bind_int64(st, 23, ab->rounds);
+  sqlite3_bind_text(st, 24, ab->kept_heuristic ? "heuristic" : "tuned", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 25, ab->measured_at ? ab->measured_at : (sqlite3_int64)time(NULL));
+  sqlite3_bind_text(st, 26, THIS_VERSION, -1, SQLITE_STATIC);
+}
+
+clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *device,
+                                const clnorm_ab *ab, char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !device || !ab)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db       ? "db"
+                            : !device ? "device"
+                                      : "ab");
+  char reason[192];
+  if (!clnorm__db_device_valid(device, reason, sizeof reason))
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+  if (!clnorm__db_ab_valid(ab, reason, sizeof reason))
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "A/B result: %s", reason);
+  return clnorm__db_put_row(db, ST_PUT_AB, device, ab, 0.0, 0, err, err_size);
+}
+
+static int column_count(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
+  const sqlite3_int64 v = sqlite3_column_int64(st, col);
+  if (sqlite3_column_type(st, col) != SQLITE_INTEGER || v < 0 || (uint64_t)v > max)
+    return 0;
+  *out = (uint64_t)v;
+  return 1;
+}
+
+static int column_name(sqlite3_stmt *st, int col, const char *const *names, size_t count) {
+  if (sqlite3_column_type(st, col) != SQLITE_TEXT)
+    return -1;
+  return clnorm__name_index(names, count, (const char *)sqlite3_column_text(st, col));
+}
+
+/* A variant from 6 columns from `first`; 0 when one cannot be represented. */
+static int read_variant(sqlite3_stmt *st, int first, clnorm_variant *v) {
+  uint64_t n[4];
+  for (int i = 0; i < 4; i++)
+    if (!column_count(st, first + i, CLNORM_DB_MAX_WG, &n[i]))
+      return 0;
+  const int reduce = column_name(st, first + 4, clnorm__reduce_names, COUNT(clnorm__reduce_names));
+  const int stats = column_name(st, first + 5, clnorm__stats_names, COUNT(clnorm__stats_names));
+  if (reduce < 0 || stats < 0)
+    return 0;
+  v->wg = (unsigned)n[0];
+  v->tpr = (unsigned)n[1];
+  v->vec = (unsigned)n[2];
+  v->hold = (unsigned)n[3];
+  v->reduce = (clnorm_reduce)reduce;
+  v->stats = (clnorm_stats)stats;
+  return 1;
+}
+
+/* The columns of the listing, in the order read_ab reads them. */
+#define AB_SELECT                                                                                  \
+  "SELECT op, dtype, cols, row_class, rows" CLNORM_VARIANT_SQL_COLUMNS                             \
+  ", h_wg, h_tpr, h_vec, h_hold, h_reduce, h_stats, candidate_s, heuristic_s, noise, rounds,"      \
+  " verdict, measured_at, kernel_hash FROM ab WHERE device_id = ?1 AND (?2 IS NULL OR"             \
+  " kernel_hash = ?2) ORDER BY kernel_hash, op, dtype, cols, row_class, rows"
+
+static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
+  memset(ab, 0, sizeof *ab);
+  if (sqlite3_column_type(st, 23) != SQLITE_TEXT ||
+      !clnorm__db_parse_hash((const char *)sqlite3_column_text(st, 23), &ab->kernel_hash))
+    return 0;
+  const int op = column_name(st, 0, clnorm__op_names, COUNT(clnorm__op_names));
+  const int dtype = column_name(st, 1, clnorm__dtype_names, COUNT(clnorm__dtype_names));
+  const int verdict = sqlite3_column_type(st, 21) == SQLITE_TEXT
+                          ? strcmp((const char *)sqlite3_column_text(st, 21), "heuristic") == 0 ? 1
+                            : strcmp((const char *)sqlite3_column_text(st, 21), "tuned") == 0   ? 0
+                                                                                                : -1
+                          : -1;
+  uint64_t n[5];
+  if (op < 0 || dtype < 0 || verdict < 0 || !column_count(st, 2, CLNORM_DB_MAX_COLS, &n[0]) ||
+      !column_count(st, 3, CLNORM_DB_MAX_ROW_CLASS, &n[1]) ||
+      !column_count(st, 4, CLNORM_DB_MAX_ROWS, &n[2]) || !column_count(st, 20, 1000, &n[3]) ||
+      !column_count(st, 22, INT64_MAX, &n[4]) || !read_variant(st, 5, &ab->candidate) ||
+      !read_variant(st, 11, &ab->heuristic))
+    return 0;
+  ab->op = (clnorm_op)op;
+  ab->dtype = (clnorm_dtype)dtype;
+  ab->cols = n[0];
+  ab->row_class = (unsigned)n[1];
+  ab->rows = n[2];
+  ab->rounds = (unsigned)n[3];
+  ab->measured_at = (int64_t)n[4];
+  ab->kept_heuristic = verdict;
+  ab->candidate_s = sqlite3_column_double(st, 17);
+  ab->heuristic_s = sqlite3_column_double(st, 18);
+  ab->noise = sqlite3_column_double(st, 19);
+  char reason[192];
+  return clnorm__db_ab_valid(ab, reason, sizeof reason);
+}
+
+clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
+                                 const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
+                                 char *err, size_t err_size) {
+  clnorm__db_clear(err, err_size);
+  if (!db || !device || !fn)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db       ? "db"
+                            : !device ? "device"
+                                      : "fn");
+  int present = 0;
+  sqlite3_int64 id = -1;
+  int rc = clnorm__db_has_table(db->sql, "ab", &present);
+  if (rc == SQLITE_OK && present)
+    rc = clnorm__db_device_id(db, device, 0, &id);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "listing the A/B results", err, err_size);
+  if (!present || id < 0)
+    return CLNORM_OK;
+  sqlite3_stmt *st = NULL;
+  char hash[17];
+  rc = sqlite3_prepare_v2(db->sql, AB_SELECT, -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, id);
+    if (kernel_hash) {
+      clnorm__db_hash_text(*kernel_hash, hash);
+      sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      clnorm_ab ab;
+      if (read_ab(st, &ab) && fn(user, &ab)) {
+        rc = SQLITE_DONE;
+        break;
+      }
+    }
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? CLNORM_OK
+                           : clnorm__db_sql_error(db, rc, "listing the A/B results", err, err_size);
+}
