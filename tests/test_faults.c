@@ -370,7 +370,9 @@ int main(void) {
   /* Tuned variants every device runs (work-groups of 64) that differ from the heuristic's. */
   const clnorm_variant t_fwd = {64, 64, 4, 4, CLNORM_REDUCE_LOCAL, CLNORM_STATS_TWOPASS};
   const clnorm_variant t_rms = {64, 16, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
-  const clnorm_variant t_bwd = {64, 64, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  /* held (hold 4): the whole-row kernels norm_bwd and bwd_reduce on every device (a GPU splits
+   * the rows wherever the variant does not hold the row, clnorm__split_count) */
+  const clnorm_variant t_bwd = {64, 64, 4, 4, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   const clnorm_variant t_split = {64, 64, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
   oc_case ln, rms, bwd, rms_bwd, split, split_bwd;
   oc_default(&ln, CLNORM_OP_LAYERNORM, CLNORM_F32, 40, 1000);

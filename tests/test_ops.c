@@ -643,6 +643,9 @@ static void finite_differences(clnorm_op op, size_t rows, size_t cols) {
 static void split_row_lanes(void) {
   static const clnorm_variant vars[] = {{256, 256, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
                                         {128, 128, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}};
+  /* columns: a partial last tile, then a tail past the last whole vector; widened (same
+   * remainders) until the call splits on this device (a CPU splits from two tiles per compute
+   * unit, clnorm__split_count) */
   static const size_t shapes[][2] = {{9, 8200}, {37, 4099}};
   const layout dense = {0, 0, 0, 0};
   size_t runs = 0;
@@ -657,6 +660,8 @@ static void split_row_lanes(void) {
           call.cols = shapes[s][1];
           if (vars[v].wg > h.ctx->info.max_wg)
             continue;
+          while (clnorm__split_count(&h.ctx->info, &call, &vars[v]) < 2 && call.cols < (1u << 20))
+            call.cols = 2 * call.cols - call.cols % 4096;
           if (clnorm__split_count(&h.ctx->info, &call, &vars[v]) < 2)
             harness_fail("split_row_lanes: %zux%zu wg=%u is not split on this device", call.rows,
                          call.cols, vars[v].wg);
