@@ -264,12 +264,14 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
   for (uint t = get_group_id(0); t < tiles; t += get_num_groups(0)) {
     const uint c = t * RCOLS + col;
     float g = 0.0f, b = 0.0f;
-    if (c < cols && lane < lanes)
+    if (c < cols && lane < lanes && want_b)
       for (uint p = lane; p < parts; p += lanes) {
         g += partial[(ulong)p * cols + c];
-        if (want_b)
-          b += pb[(ulong)p * cols + c];
+        b += pb[(ulong)p * cols + c];
       }
+    else if (c < cols && lane < lanes)
+      for (uint p = lane; p < parts; p += lanes)
+        g += partial[(ulong)p * cols + c];
     sum_g[lid] = g;
     sum_b[lid] = b;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -294,11 +296,14 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
   const bool want_b = (flags & HAS_DBETA) != 0; /* the kernel wrote no dbeta partials without */
   for (uint c = get_global_id(0); c < chunks; c += get_global_size(0)) {
     float16 g = 0.0f, b = 0.0f;
-    for (uint p = 0; p < parts; p++) {
-      g += vload16(c, partial + (ulong)p * cols);
-      if (want_b)
+    if (want_b)
+      for (uint p = 0; p < parts; p++) {
+        g += vload16(c, partial + (ulong)p * cols);
         b += vload16(c, pb + (ulong)p * cols);
-    }
+      }
+    else
+      for (uint p = 0; p < parts; p++)
+        g += vload16(c, partial + (ulong)p * cols);
     for (uint j = 0; j < RVEC; j++) {
       if (flags & HAS_DGAMMA)
         STORE1(dgamma, c * RVEC + j, ((float *)&g)[j]);
@@ -460,6 +465,7 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     /* RB rows at a time, all their loads issued before any is used: one work-item per vector of
      * the tile (a GPU) otherwise waited a memory latency per row (H100, LayerNorm 256 x 65536). */
     for (ulong r0 = row_lane; r0 < rows; r0 += RB * ROWL) {
+#if RB > 1
       floatv xs[RB][TILE], ds[RB][TILE];
       for (uint q = 0; q < RB; q++) {
         /* past the end: row r0 again, unused */
@@ -470,6 +476,12 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
           ds[q][k] = i < nvec ? LOADV(dy + dy_off + r * dy_stride, i) : (floatv)0.0f;
         }
       }
+#define SPLIT_X(q, i, k) xs[(q)][(k)]
+#define SPLIT_DY(q, i, k) ds[(q)][(k)]
+#else /* a CPU's long tiles: each vector loaded where it is used, as the rows stream by */
+#define SPLIT_X(q, i, k) LOADV(xr, (i))
+#define SPLIT_DY(q, i, k) LOADV(dyr, (i))
+#endif
       for (uint q = 0; q < RB && r0 + q * ROWL < rows; q++) {
         const ulong r = r0 + q * ROWL;
         const float2 c = row_consts(partial, r, splits, cols);
@@ -491,8 +503,8 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
         for (uint k = 0; k < TILE; k++) {
           const uint i = first + k * LANE_WG;
           if (i < nvec) {
-            const floatv xv = xs[q][k];
-            const floatv dv = ds[q][k];
+            const floatv xv = SPLIT_X(q, i, k);
+            const floatv dv = SPLIT_DY(q, i, k);
             const floatv xhat = (xv - mean) * rstd;
             const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
             PREFETCH_V(xn, k);

@@ -240,6 +240,14 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     for (size_t h = 1; h <= 16 && !v.hold; h *= 2)
       if (per_item <= h)
         v.hold = (unsigned)h;
+    /* A backward row of more than 32 floats a work-item is not held, only its weight-gradient
+     * sums are (cl/backward.cl): there vectors twice as wide ran faster (H200, LayerNorm 4096 x
+     * 16384: float32 8 x 8 0.49 of copy against 4 x 16 0.42, bfloat16 16 x 4 0.36 against 8 x 8
+     * 0.34; docs/PERFORMANCE.md). */
+    if (clnorm__op_backward(call->op) && v.hold > 1 && v.hold * v.vec > 32 && v.vec < 16) {
+      v.vec *= 2;
+      v.hold /= 2;
+    }
     v.stats = v.hold ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;
     if (info->is_nvidia && v.wg % 32 == 0)
       v.reduce = CLNORM_REDUCE_NVSHFL;
