@@ -28,7 +28,9 @@
 # prefetching kernels run in every PoCL test instead. Why CLNORM_ROW_BUFFER=0/1 by case number (1
 # in odd cases, with the streaming stores, as on PoCL's CPU device): the fused-add kernels of a CPU
 # keep 16-bit rows in a private buffer (-DRBUF, cl/common.cl); Oclgrind's platform is not PoCL, so
-# only the switch turns it on.
+# only the switch turns it on. Why CLNORM_REDUCE_VEC=1/16 by case number (1 for cases 4-7,
+# 12-15, ...): the backward's column reduction of GPUs (groups of lanes over the partial rows, a
+# local-memory sum behind a barrier) and of CPUs; Oclgrind's device says it is a CPU.
 # Why --build-options -cl-opt-disable: with optimized kernels Oclgrind 21.10's uninitialized
 # plugin crashes (SIGSEGV in Uninitialized::instructionExecuted) on vector code as plain as
 # `float4 a = vload4(0, p); q[i] = a.s0 + a.s1;`. Unoptimized code performs every access the
@@ -86,7 +88,7 @@ done | xargs -P "$jobs" -L 1 bash -c '
   checks=(--data-races --check-api)
   [ "$1" = 1 ] && checks+=(--uninitialized)
   CLNORM_STREAM_STORES=$(($0 % 2)) CLNORM_UNALIGNED=$((($0 / 2) % 2)) CLNORM_PREFETCH=0 \
-    CLNORM_ROW_BUFFER=$(($0 % 2)) \
+    CLNORM_ROW_BUFFER=$(($0 % 2)) CLNORM_REDUCE_VEC=$(( ($0 / 4) % 2 ? 1 : 16 )) \
     oclgrind "${checks[@]}" --build-options -cl-opt-disable --log "$work/$0.log" "$prog" \
     --case "$0" >"$work/$0.out" 2>&1
   echo $? >"$work/$0.rc"'
