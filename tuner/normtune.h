@@ -193,6 +193,13 @@ int print_help(const char *cmd);
 
 /* normtune_session.c */
 void db_path(const options *o, char *buf, size_t size);
+/* The whole file at `path` ("-": standard input), *len its bytes (no NUL added); dies when it
+ * cannot be read (normtune_db.c). */
+char *read_all(const char *path, size_t *len);
+/* Loads the tuning database of --db (or the default path) into s->ctx; one that cannot be read
+ * leaves no tuned results (the context loaded the default one when it was created), said on
+ * stderr as "normtune: ...: DOING without tuned results" (normtune_session.c). */
+void session_load_tuning(const options *o, session *s, const char *doing);
 /* Opens for writing; a corrupt, foreign-schema or newer file is moved aside and recreated. */
 clnorm_db *open_db_write(const char *path);
 /* Opens the database of --db (or the default) for reading, or exits saying why, then `hint`;

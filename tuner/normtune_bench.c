@@ -427,14 +427,7 @@ static int bench_grid(const options *o, session *s, double copy, const char *cop
 int cmd_bench(const options *o) {
   session s;
   session_open(o, &s);
-  char path[4096];
-  db_path(o, path, sizeof path);
-  if (clnorm_ctx_load_tuning(s.ctx, path) != CLNORM_OK) {
-    /* the context loaded the default database when it was created: without this, a --db that
-     * cannot be read would bench that database's winners */
-    clnorm__tuning_clear(s.ctx);
-    fprintf(stderr, "normtune: %s: benchmarking without tuned results\n", clnorm_ctx_errmsg(s.ctx));
-  }
+  session_load_tuning(o, &s, "benchmarking");
   char err[512];
   tool_copy_kind kind;
   const double copy = tool_copy_gbps(s.context, s.queue, s.dev.device, (size_t)256 << 20,

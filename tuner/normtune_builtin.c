@@ -156,23 +156,8 @@ static void read_input(generator *g, const char *path) {
     return;
   }
   /* a JSON export: checked and stored by the import into a scratch database, then read */
-  FILE *in = fopen(path, "rb");
-  if (!in)
-    die(1, "cannot read %s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  char *text = malloc(cap);
-  for (size_t got; text && (got = fread(text + len, 1, cap - len, in)) > 0;) {
-    len += got;
-    if (len == cap) {
-      char *grown = realloc(text, cap *= 2);
-      if (!grown)
-        free(text);
-      text = grown;
-    }
-  }
-  fclose(in);
-  if (!text)
-    die(1, "out of memory reading %s", path);
+  size_t len;
+  char *text = read_all(path, &len);
   const char *tmp = getenv("TMPDIR");
   char scratch[4096];
   snprintf(scratch, sizeof scratch, "%s/normtune-builtin-XXXXXX", tmp && *tmp ? tmp : "/tmp");

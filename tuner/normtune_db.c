@@ -228,17 +228,16 @@ int cmd_export(const options *o) {
   return 0;
 }
 
-int cmd_import(const options *o) {
-  if (!o->file)
-    die(EXIT_USAGE, "import needs a FILE");
-  FILE *in = strcmp(o->file, "-") == 0 ? stdin : fopen(o->file, "rb");
+char *read_all(const char *path, size_t *len) {
+  FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
   if (!in)
-    die(1, "cannot read %s: %s", o->file, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
+    die(1, "cannot read %s: %s", path, strerror(errno));
+  size_t cap = 1 << 16;
+  *len = 0;
   char *text = malloc(cap);
-  for (size_t got; text && (got = fread(text + len, 1, cap - len, in)) > 0;) {
-    len += got;
-    if (len == cap) {
+  for (size_t got; text && (got = fread(text + *len, 1, cap - *len, in)) > 0;) {
+    *len += got;
+    if (*len == cap) {
       char *grown = realloc(text, cap *= 2);
       if (!grown)
         free(text);
@@ -248,7 +247,15 @@ int cmd_import(const options *o) {
   if (in != stdin)
     fclose(in);
   if (!text)
-    die(1, "out of memory reading %s", o->file);
+    die(1, "out of memory reading %s", path);
+  return text;
+}
+
+int cmd_import(const options *o) {
+  if (!o->file)
+    die(EXIT_USAGE, "import needs a FILE");
+  size_t len;
+  char *text = read_all(o->file, &len);
   char path[4096], err[1024];
   db_path(o, path, sizeof path);
   clnorm_db *db = open_db_write(path);

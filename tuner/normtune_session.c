@@ -351,3 +351,13 @@ float *gather(const float *m, size_t cols, const size_t *idx, size_t n, int *fai
     memcpy(out + k * cols, m + idx[k] * cols, cols * sizeof(float));
   return out;
 }
+
+void session_load_tuning(const options *o, session *s, const char *doing) {
+  char path[4096];
+  db_path(o, path, sizeof path);
+  if (clnorm_ctx_load_tuning(s->ctx, path) != CLNORM_OK) {
+    /* without the clear, a --db that cannot be read would leave the default database's winners */
+    clnorm__tuning_clear(s->ctx);
+    fprintf(stderr, "normtune: %s: %s without tuned results\n", clnorm_ctx_errmsg(s->ctx), doing);
+  }
+}

@@ -161,14 +161,9 @@ static double verify_one(const options *o, session *s, const verify_shape *v, in
 int cmd_verify(const options *o) {
   session s;
   session_open(o, &s);
-  char path[4096];
+  session_load_tuning(o, &s, "verifying");
+  char path[4096]; /* named in the header */
   db_path(o, path, sizeof path);
-  if (clnorm_ctx_load_tuning(s.ctx, path) != CLNORM_OK) {
-    /* the context loaded the default database when it was created: a --db that cannot be read
-     * must not verify that one's winners */
-    clnorm__tuning_clear(s.ctx);
-    fprintf(stderr, "normtune: %s: verifying without tuned results\n", clnorm_ctx_errmsg(s.ctx));
-  }
   verify_list l;
   memset(&l, 0, sizeof l);
   shapes_of(o, &s, &l);
