@@ -51,12 +51,9 @@ fi
 if [ -z "${NORMTUNE:-}" ]; then
   build=${BUILD_DIR:-$root/build-bench}
   echo "== building normtune in $build" >&2
-  if ! log=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLNORM_BUILD_TESTS=OFF \
-               2>&1 && cmake --build "$build" -j"$(nproc)" --target normtune 2>&1); then
-    echo "$log" >&2
-    echo "bench_gpu: the build failed" >&2
-    exit 1
-  fi
+  # shellcheck source=scripts/gpu_build.sh
+  source "$root/scripts/gpu_build.sh"
+  gpu_build "$build" normtune || { echo "bench_gpu: the build failed" >&2; exit 1; }
   NORMTUNE=$build/normtune
 fi
 

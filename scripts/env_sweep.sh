@@ -18,9 +18,9 @@ values=${VALUES:?set VALUES to its values (default: unset)}
 mkdir -p "$out"
 normtune=${NORMTUNE:-$root/build-bench/normtune}
 if [ ! -x "$normtune" ]; then
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DCLNORM_BUILD_TESTS=OFF \
-    >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target normtune >/dev/null
+  # shellcheck source=scripts/gpu_build.sh
+  source "$root/scripts/gpu_build.sh"
+  gpu_build "$root/build-bench" normtune
 fi
 rc=0
 for value in $values; do

@@ -13,9 +13,9 @@ out=${OUT:-${2:-.}}
 mkdir -p "$out"
 ab=${VARIANT_AB:-$root/build-bench/variant_ab}
 if [ ! -x "$ab" ]; then
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DCLNORM_BUILD_TESTS=OFF \
-    >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target variant_ab >/dev/null
+  # shellcheck source=scripts/gpu_build.sh
+  source "$root/scripts/gpu_build.sh"
+  gpu_build "$root/build-bench" variant_ab
 fi
 rc=0
 while read -r line; do

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A tuning run on the GPU machine that resumes across calls and sessions: one database per card
+# model, kept in build-tune/ (carry it to the machine and copy it back from $OUT).
+#
+#   bash scripts/tune_gpu.sh [normtune tune options]     e.g. --ops all --dtypes all --budget 540
+#
+# 1. builds normtune (Release, build-bench; the device kit's setup.sh is sourced when nvidia-smi
+#    exists); 2. names the card from nvidia-smi (h100-80gb-hbm3, h200, ...; CARD= overrides) and
+#    copies build-tune/CARD.db (when carried) to the working database; 3. `normtune tune --device
+#    NVIDIA --db DB OPTIONS`; 4. `normtune show` and `normtune export` of that device.
+# Files in $OUT (or ./build-tune/out): CARD.db (copy it back into build-tune/ to resume),
+# CARD.json (the export, for docs/tuned/), show-CARD.txt, tune-CARD.log (every progress line).
+# Environment: DEVICE (default NVIDIA), KIT (default .device-kit), VERIFY="verify options": also
+# `normtune verify --device DEVICE --db DB VERIFY` after the run (its output in verify-CARD.txt);
+# STOP_AFTER=SECONDS: interrupt the tune (SIGINT, results kept) after that long, so that one call
+# of the machine's 10-minute limit still exports; unlike --budget it does not hurry the shapes.
+# Exit status: normtune tune's (130: the budget or a signal cut it short; the same call resumes).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/build-tune/out}
+mkdir -p "$out" "$root/build-tune"
+kit=${KIT:-$root/.device-kit}
+if command -v nvidia-smi >/dev/null 2>&1; then
+  # shellcheck disable=SC1091 # the kit is carried to the machine beside the repository
+  source "$kit/setup.sh"
+fi
+# shellcheck source=scripts/gpu_build.sh
+source "$root/scripts/gpu_build.sh"
+gpu_build "$root/build-bench" normtune
+normtune=$root/build-bench/normtune
+device=${DEVICE:-NVIDIA}
+card=${CARD:-}
+if [ -z "$card" ] && command -v nvidia-smi >/dev/null 2>&1; then
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 |
+         tr '[:upper:]' '[:lower:]' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+fi
+card=${card:-device}
+db=$root/build-tune/$card.db
+echo "== card $card, database $db ($( [ -f "$db" ] && echo resumed || echo new ))" >&2
+start=$SECONDS
+rc=0
+stop=()
+[ -n "${STOP_AFTER:-}" ] && stop=(timeout -s INT "$STOP_AFTER")
+"${stop[@]}" "$normtune" tune --device "$device" --db "$db" "$@" 2> >(tee "$out/tune-$card.log" >&2) || rc=$?
+echo "== tune: exit $rc after $((SECONDS - start)) s" >&2
+"$normtune" show --device "$device" --db "$db" >"$out/show-$card.txt" 2>&1 || true
+"$normtune" export "$out/$card.json" --db "$db" || true
+if [ -n "${VERIFY:-}" ]; then
+  # shellcheck disable=SC2086 # VERIFY is a list of options
+  "$normtune" verify --device "$device" --db "$db" $VERIFY >"$out/verify-$card.txt" 2>&1 || rc=$?
+  tail -40 "$out/verify-$card.txt"
+fi
+cp "$db" "$out/$card.db"
+tail -5 "$out/show-$card.txt"
+exit "$rc"
