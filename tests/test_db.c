@@ -595,7 +595,7 @@ static char *export_text(clnorm_db *db, size_t *len) {
   CHECK(f != NULL);
   if (!f)
     return NULL;
-  OK(clnorm__db_export(db, f, err, sizeof err));
+  OK(clnorm__db_export(db, 0, f, err, sizeof err));
   fclose(f);
   return text;
 }

@@ -12,6 +12,10 @@
  *       another driver in the system one `system (other driver)`; the file is left unchanged.
  *     damaged: a garbage, a truncated and a missing system database: the context is created, a
  *       warning names the damaged file (none for the missing one), calls match the reference.
+ *     nearest: a table with winners at 256 (variant A), 1024 and 2048 cols (B) of one row class:
+ *       between two tuned cols whose winners agree (1536) their variant, between two that
+ *       disagree (512) the heuristic; beyond the tuned range, the end's winner up to a factor 2
+ *       away (128, 4096), the heuristic further (64, 8192).
  *   test_fallback builtin TABLE_H ARCH
  *     TABLE_H: written by `normtune builtin` (tests/tuner/builtin.sh) from results of this
  *     device renamed as another model of architecture ARCH, and marked as its vendor's default.
@@ -380,6 +384,55 @@ static size_t parse_table(const char *path, parsed *out, size_t cap) {
   return n;
 }
 
+/* Variants of op with unheld rows (they run any cols) that pass the check at every cols of
+ * `cols` here, unlike each other: out[0..n). */
+static void pick_unheld(clnorm_op op, const size_t *cols, size_t ncols, clnorm_variant *out,
+                        size_t n) {
+  clnorm_variant all[1024];
+  const size_t count = clnorm_variant_list(h.ctx, op, CLNORM_F32, all, 1024);
+  size_t got = 0;
+  for (size_t i = 0; i < count && got < n; i++) {
+    int ok = all[i].hold == 0;
+    for (size_t c = 0; c < ncols && ok; c++) {
+      const clnorm_call call = shape(op, ROWS, cols[c]);
+      ok = cols[c] % all[i].vec == 0 && clnorm_variant_check(h.ctx, &call, &all[i]) == CLNORM_OK;
+    }
+    if (ok)
+      out[got++] = all[i];
+  }
+  if (got < n) {
+    harness_fail("only %zu unheld variants of %s run every cols here", got, clnorm_op_name(op));
+    exit(1);
+  }
+}
+
+static void nearest_case(void) {
+  static const size_t cols[] = {64, 128, 256, 512, 1024, 1536, 2048, 4096, 8192};
+  clnorm_variant v[2];
+  pick_unheld(CLNORM_OP_LAYERNORM, cols, sizeof cols / sizeof cols[0], v, 2);
+  const unsigned row_class = clnorm__row_class(ROWS);
+  const clnorm_builtin table[] = {
+      {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 256, row_class, v[0]}},
+      {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 1024, row_class, v[1]}},
+      {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 2048, row_class, v[1]}}};
+  char no_user[300];
+  snprintf(no_user, sizeof no_user, "%s/no-user.db", tmp_dir);
+  clnorm_ctx *ctx = make_ctx(no_user, "");
+  clnorm__builtin_use(ctx, table, sizeof table / sizeof table[0], NULL);
+  const clnorm_op op = CLNORM_OP_LAYERNORM;
+  expect_choice("nearest, tuned", ctx, op, ROWS, 256, CLNORM_CHOICE_BUILTIN, &v[0]);
+  expect_choice("nearest, neighbours agree", ctx, op, ROWS, 1536, CLNORM_CHOICE_BUILTIN, &v[1]);
+  expect_choice("nearest, neighbours disagree", ctx, op, ROWS, 512, CLNORM_CHOICE_HEURISTIC, NULL);
+  expect_choice("nearest, below the range", ctx, op, ROWS, 128, CLNORM_CHOICE_BUILTIN, &v[0]);
+  expect_choice("nearest, far below", ctx, op, ROWS, 64, CLNORM_CHOICE_HEURISTIC, NULL);
+  expect_choice("nearest, above the range", ctx, op, ROWS, 4096, CLNORM_CHOICE_BUILTIN, &v[1]);
+  expect_choice("nearest, far above", ctx, op, ROWS, 8192, CLNORM_CHOICE_HEURISTIC, NULL);
+  clnorm_ctx_destroy(ctx);
+}
+
 static size_t rows_of_class(unsigned row_class) {
   const size_t rows[] = {8, 64, 2048, 16384};
   return rows[row_class < 4 ? row_class : 3];
@@ -470,6 +523,7 @@ int main(int argc, char **argv) {
     other_driver_case(ln, rms);
     system_case(ln, rms);
     damaged_case();
+    nearest_case();
   } else {
     fprintf(stderr, "usage: test_fallback [builtin TABLE_H ARCH]\n");
     return 2;

@@ -135,7 +135,7 @@ static void database_round_trip(void) {
   size_t len = 0;
   FILE *f = a && b ? open_memstream(&json, &len) : NULL;
   if (f) {
-    EXPECT(clnorm__db_export(a, f, err, sizeof err) == CLNORM_OK, "export: %s", err);
+    EXPECT(clnorm__db_export(a, 0, f, err, sizeof err) == CLNORM_OK, "export: %s", err);
     fclose(f);
     for (size_t i = 0; i < n; i++) {
       char want[160];

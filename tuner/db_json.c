@@ -164,7 +164,8 @@ static int export_row(void *user, const clnorm_device_identity *d, const clnorm_
   return ferror(f) != 0;
 }
 
-clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_size) {
+clnorm_status clnorm__db_export(clnorm_db *db, int winners_only, FILE *out, char *err,
+                                size_t err_size) {
   clnorm__db_clear(err, err_size);
   if (!db || !out)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "out");
@@ -175,7 +176,7 @@ clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_
           "{\"format\": \"clnorm-tuning\", \"format_version\": %d, \"clnorm_version\": "
           "\"" CLNORM_VERSION_STRING "\",\n \"exported_at\": %lld,\n \"devices\": [",
           CLNORM_DB_JSON_FORMAT, (long long)time(NULL));
-  clnorm_status status = clnorm__db_list(db, NULL, NULL, 0, export_row, &x, err, err_size);
+  clnorm_status status = clnorm__db_list(db, NULL, NULL, winners_only, export_row, &x, err, err_size);
   if (status == CLNORM_OK && x.devices)
     export_device_end(&x);
   if (status == CLNORM_OK)

@@ -20,8 +20,10 @@
  *                   "measured_at": 1700000000, "kernel_hash": "0123456789abcdef",
  *                   "clnorm_version": "0.1.0"}, ...]}, ...]}
  * Times, gbps and max_err are null when not measured (or infinite). Numbers are written in the
- * C locale whatever the application's. CLNORM_E_DB (also when writing fails). */
-clnorm_status clnorm__db_export(clnorm_db *db, FILE *out, char *err, size_t err_size);
+ * C locale whatever the application's. winners_only: only each shape's winner (clnorm__db_list's
+ * winners_only), the A/B results all the same. CLNORM_E_DB (also when writing fails). */
+clnorm_status clnorm__db_export(clnorm_db *db, int winners_only, FILE *out, char *err,
+                                size_t err_size);
 
 /* Imports JSON written by clnorm__db_export from text[0..len). The input is untrusted: every
  * field is checked and any error rejects the whole input with CLNORM_E_INVALID_ARG and a message

@@ -54,7 +54,7 @@ typedef struct options {
   double budget;      /* seconds; 0: none */
   double fraction;    /* random / anneal: share of the candidates to evaluate */
   unsigned long seed; /* random / anneal */
-  int json, quiet;
+  int json, quiet, winners;
   unsigned given; /* OPT_* bits of the options on the command line */
 } options;
 
@@ -75,7 +75,8 @@ enum {
   OPT_SEED = 1u << 12,
   OPT_JSON = 1u << 13,
   OPT_QUIET = 1u << 14,
-  OPT_FILE = 1u << 15, /* the FILE argument of export and import */
+  OPT_WINNERS = 1u << 15,
+  OPT_FILE = 1u << 16, /* the FILE argument of export and import */
 };
 
 typedef struct session {

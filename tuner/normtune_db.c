@@ -219,7 +219,7 @@ int cmd_export(const options *o) {
   FILE *out = strcmp(o->file, "-") == 0 ? stdout : fopen(o->file, "w");
   if (!out)
     die(1, "cannot write %s: %s", o->file, strerror(errno));
-  const clnorm_status st = clnorm__db_export(db, out, err, sizeof err);
+  const clnorm_status st = clnorm__db_export(db, o->winners, out, err, sizeof err);
   if (out != stdout && fclose(out) != 0)
     die(1, "writing %s: %s", o->file, strerror(errno));
   clnorm__db_close(db);

@@ -4,7 +4,8 @@
 
 static const char *const option_names[] = {
     "--device", "--db",      "--out",    "--strategy", "--ops",  "--dtypes", "--cols",  "--rows",
-    "--grid",   "--c-table", "--budget", "--fraction", "--seed", "--json",   "--quiet", "FILE"};
+    "--grid",   "--c-table", "--budget", "--fraction", "--seed", "--json",   "--quiet", "--winners",
+    "FILE"};
 
 /* A count: decimal digits only, at least 1, at most max. */
 static int parse_count(const char *text, char **end, unsigned long long max,
@@ -121,6 +122,10 @@ void parse_options(int argc, char **argv, int first, options *o) {
       o->quiet = 1;
       continue;
     }
+    if (bit == OPT_WINNERS) {
+      o->winners = 1;
+      continue;
+    }
     if (!v)
       die(EXIT_USAGE, "%s needs a value", a);
     i++;
@@ -204,7 +209,9 @@ static unsigned command_options(const char *cmd, const options *o) {
     return OPT_OUT | OPT_DB | OPT_QUIET;
   if (strcmp(cmd, "doctor") == 0)
     return OPT_DB;
-  if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0)
+  if (strcmp(cmd, "export") == 0)
+    return OPT_FILE | OPT_DB | OPT_WINNERS;
+  if (strcmp(cmd, "import") == 0)
     return OPT_FILE | OPT_DB;
   if (strcmp(cmd, "builtin") == 0)
     return OPT_FILE | OPT_OUT;
@@ -502,13 +509,17 @@ static const command_help helps[] = {
      "     schema): the library ignores it and runs untuned\n"
      "  2  bad usage\n"},
     {"export",
-     "usage: normtune export FILE|- [--db PATH]\n"
+     "usage: normtune export FILE|- [--db PATH] [--winners]\n"
      "\n"
      "Writes every device's results as JSON (format clnorm-tuning, see docs/TUNING.md) to FILE,\n"
      "or to standard output with -.\n"
-     "\n" HELP_DB "\n"
+     "\n" HELP_DB "  --winners             only each shape's winner (the row `show` lists) and the\n"
+     "                        A/B results: what `normtune builtin` takes from a run, in a\n"
+     "                        file small enough to commit (docs/tuned/)\n"
+     "\n"
      "examples:\n"
      "  normtune export results.json\n"
+     "  normtune export docs/tuned/h100-sxm-2026-11-26.json --winners --db h100.db\n"
      "  normtune export - | gzip > results.json.gz\n"
      "\n" HELP_EXIT_COMMON},
     {"import",

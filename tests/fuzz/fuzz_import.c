@@ -90,7 +90,7 @@ static char *export_text(clnorm_db *db, size_t *len) {
   FILE *f = open_memstream(&text, len);
   if (!f)
     fuzz_fail("open_memstream failed");
-  const clnorm_status status = clnorm__db_export(db, f, err, sizeof err);
+  const clnorm_status status = clnorm__db_export(db, 0, f, err, sizeof err);
   fclose(f);
   fuzz_check_err(err, sizeof err, status, "clnorm__db_export");
   if (status != CLNORM_OK)

@@ -50,4 +50,15 @@ expect_rc 0 from_db "$NORMTUNE" builtin "$DB"
 expect_in "$WORK/from_db.err" "has no architecture" "the warning"
 [[ $(grep -c "^CLNORM_BUILTIN(0x[0-9a-f]*u, \"$device\", \"[^\"]*\", \"\", " "$WORK/from_db.out") -eq 2 ]] ||
   fail "the database's two winners are not entries of $device: $(cat "$WORK/from_db.out")"
+
+step "export --winners: only the winners (and the A/B results), the same table"
+mkdir "$WORK/winners"
+expect_rc 0 winners "$NORMTUNE" export "$WORK/winners/w.json" --winners --db "$DB"
+all_n=$(grep -c '"op": ' "$WORK/tuned.json" || true)
+win_n=$(sed -n '/"results": \[/,/^   \]/p' "$WORK/winners/w.json" | grep -c '"op": ' || true)
+[[ $win_n -eq 2 && $all_n -gt 2 ]] ||
+  fail "export --winners wrote $win_n results (want the 2 winners), the full export $all_n"
+expect_rc 0 from_winners "$NORMTUNE" builtin "$WORK/winners"
+diff <(grep '^CLNORM_BUILTIN(' "$WORK/from_db.out") <(grep '^CLNORM_BUILTIN(' "$WORK/from_winners.out") ||
+  fail "the table from export --winners differs from the database's"
 expect_rc 1 missing "$NORMTUNE" builtin "$WORK/no-such-folder"
