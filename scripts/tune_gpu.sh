@@ -8,8 +8,9 @@
 #    exists); 2. names the card from nvidia-smi (h100-80gb-hbm3, h200, ...; CARD= overrides) and
 #    copies build-tune/CARD.db (when carried) to the working database; 3. `normtune tune --device
 #    NVIDIA --db DB OPTIONS`; 4. `normtune show` and `normtune export` of that device.
-# Files in $OUT (or ./build-tune/out): CARD.db (copy it back into build-tune/ to resume),
-# CARD.json (the export, for docs/tuned/), show-CARD.txt, tune-CARD.log (every progress line).
+# Files in $OUT (or ./build-tune/out): CARD.db.gz (gunzip it into build-tune/ to resume; the
+# machine's files come back only up to a size), CARD.json (`normtune export --winners`, for
+# docs/tuned/), show-CARD.txt, tune-CARD.log (every progress line).
 # Environment: DEVICE (default NVIDIA), KIT (default .device-kit), VERIFY="verify options": also
 # `normtune verify --device DEVICE --db DB VERIFY` after the run (its output in verify-CARD.txt);
 # STOP_AFTER=SECONDS: interrupt the tune (SIGINT, results kept) after that long, so that one call
@@ -44,12 +45,12 @@ stop=()
 "${stop[@]}" "$normtune" tune --device "$device" --db "$db" "$@" 2> >(tee "$out/tune-$card.log" >&2) || rc=$?
 echo "== tune: exit $rc after $((SECONDS - start)) s" >&2
 "$normtune" show --device "$device" --db "$db" >"$out/show-$card.txt" 2>&1 || true
-"$normtune" export "$out/$card.json" --db "$db" || true
+"$normtune" export "$out/$card.json" --winners --db "$db" || true
 if [ -n "${VERIFY:-}" ]; then
   # shellcheck disable=SC2086 # VERIFY is a list of options
   "$normtune" verify --device "$device" --db "$db" $VERIFY >"$out/verify-$card.txt" 2>&1 || rc=$?
   tail -40 "$out/verify-$card.txt"
 fi
-cp "$db" "$out/$card.db"
+gzip -c "$db" >"$out/$card.db.gz"
 tail -5 "$out/show-$card.txt"
 exit "$rc"
