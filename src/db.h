@@ -278,6 +278,9 @@ int clnorm__db_writable(const clnorm_db *db);
 int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t size);
 int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size);
 int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size);
+/* Whether a and b are A/B results of one shape at one row count (op, dtype, cols, row class and
+ * rows; the kernel hash is the listing's filter). */
+int clnorm__db_ab_same_shape(const clnorm_ab *a, const clnorm_ab *b);
 
 /* A kernel hash as 16 lowercase hexadecimal digits, and back (1: parsed, 0: not 1-16 digits). */
 void clnorm__db_hash_text(uint64_t hash, char out[17]);

@@ -863,9 +863,7 @@ typedef struct ab_newer {
 static int newer_ab(void *user, const clnorm_ab *stored) {
   ab_newer *n = user;
   const clnorm_ab *ab = n->ab;
-  if (stored->op == ab->op && stored->dtype == ab->dtype && stored->cols == ab->cols &&
-      stored->row_class == ab->row_class && stored->rows == ab->rows &&
-      stored->measured_at >= ab->measured_at)
+  if (clnorm__db_ab_same_shape(stored, ab) && stored->measured_at >= ab->measured_at)
     n->newer = 0;
   return 0;
 }
