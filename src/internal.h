@@ -188,7 +188,9 @@ typedef struct clnorm_scratch {
   cl_mem mem;
   size_t bytes;
   uint64_t last_use; /* ctx->scratch_tick when last taken: the oldest idle slot is reused */
-  int busy;          /* a call is enqueueing with it */
+  /* A call is enqueueing with it: set under ctx->lock (clnorm__scratch_take), cleared without it
+   * (clnorm__scratch_give), the one field the taker writes after taking */
+  atomic_int busy;
 } clnorm_scratch;
 
 struct clnorm_ctx {
