@@ -277,6 +277,10 @@ int clnorm__db_writable(const clnorm_db *db);
  * first). Shared by put, import and reading. */
 int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t size);
 int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size);
+/* The same checks of a result's key alone (its shape and variant), and of a variant alone. */
+int clnorm__db_key_valid(clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class,
+                         uint64_t rows, const clnorm_variant *v, char *buf, size_t size);
+int clnorm__db_variant_valid(const clnorm_variant *v, char *buf, size_t size);
 int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size);
 /* Whether a and b are A/B results of one shape at one row count (op, dtype, cols, row class and
  * rows; the kernel hash is the listing's filter). */

@@ -13,34 +13,13 @@ int clnorm__db_ab_same_shape(const clnorm_ab *a, const clnorm_ab *b) {
          a->row_class == b->row_class && a->rows == b->rows;
 }
 
-static int variant_valid(const clnorm_variant *v, const char *which, char *buf, size_t size) {
-  clnorm_result r;
-  memset(&r, 0, sizeof r);
-  r.cols = 1;
-  r.variant = *v;
-  r.outcome = CLNORM_OUTCOME_WRONG;
-  r.median_s = r.min_s = r.gbps = r.max_err = NAN;
-  char reason[160];
-  if (clnorm__db_result_valid(&r, reason, sizeof reason))
-    return 1;
-  snprintf(buf, size, "%s: %s", which, reason);
-  return 0;
-}
-
 int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
-  clnorm_result r;
-  memset(&r, 0, sizeof r);
-  r.op = ab->op;
-  r.dtype = ab->dtype;
-  r.cols = ab->cols;
-  r.row_class = ab->row_class;
-  r.rows = ab->rows;
-  r.variant = ab->candidate;
-  r.outcome = CLNORM_OUTCOME_WRONG;
-  r.median_s = r.min_s = r.gbps = r.max_err = NAN;
-  if (!clnorm__db_result_valid(&r, buf, size) ||
-      !variant_valid(&ab->heuristic, "heuristic", buf, size))
+  char reason[160];
+  if (!clnorm__db_key_valid(ab->op, ab->dtype, ab->cols, ab->row_class, ab->rows, &ab->candidate,
+                            buf, size))
     return 0;
+  if (!clnorm__db_variant_valid(&ab->heuristic, reason, sizeof reason))
+    return snprintf(buf, size, "heuristic: %s", reason), 0;
   if (!(isfinite(ab->candidate_s) && ab->candidate_s > 0 && isfinite(ab->heuristic_s) &&
         ab->heuristic_s > 0 && isfinite(ab->noise) && ab->noise >= 0))
     return snprintf(buf, size, "candidate_s, heuristic_s: finite and above 0; noise >= 0"), 0;
@@ -53,14 +32,7 @@ int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
 }
 
 void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab *ab) {
-  char hash[17];
-  clnorm__db_hash_text(ab->kernel_hash, hash);
-  sqlite3_bind_int64(st, 1, device);
-  sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, clnorm__op_names[ab->op], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, clnorm__dtype_names[ab->dtype], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 5, (sqlite3_int64)ab->cols);
-  sqlite3_bind_int64(st, 6, ab->row_class);
+  clnorm__db_bind_shape(st, device, ab->kernel_hash, ab->op, ab->dtype, ab->cols, ab->row_class);
   sqlite3_bind_int64(st, 7, (sqlite3_int64)ab->rows);
   clnorm__db_bind_variant(st, 8, &ab->candidate);
   clnorm__db_bind_variant(st, 14, &ab->heuristic);

@@ -69,6 +69,10 @@ clnorm_status clnorm__db_check_device(const clnorm_db *db, const clnorm_device_i
 clnorm_status clnorm__db_device_in(clnorm_db *db, const char *table,
                                    const clnorm_device_identity *device, sqlite3_int64 *id,
                                    const char *doing, char *err, size_t err_size);
+/* Binds ?1 the device's row id, ?2 the kernel hash, ?3..?6 op, dtype, cols and row class: the
+ * start of a result's and an A/B result's row. */
+void clnorm__db_bind_shape(sqlite3_stmt *st, sqlite3_int64 device, uint64_t kernel_hash,
+                           clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class);
 /* Binds v's six parameters as ?first.. (their CLNORM_VARIANT_SQL_COLUMNS order). */
 void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v);
 /* Column col as an integer in [0, max] into *out: 0 (nothing written) for another type or value. */

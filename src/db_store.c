@@ -128,22 +128,26 @@ void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *
   sqlite3_bind_text(st, first + 5, clnorm__stats_names[v->stats], -1, SQLITE_STATIC);
 }
 
-/* Binds the key of r (after ?1, the device id) as ?2..?12. */
-static void bind_key(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r,
-                     char hash[17]) {
-  clnorm__db_hash_text(r->kernel_hash, hash);
+void clnorm__db_bind_shape(sqlite3_stmt *st, sqlite3_int64 device, uint64_t kernel_hash,
+                           clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class) {
+  char hash[17];
+  clnorm__db_hash_text(kernel_hash, hash);
   sqlite3_bind_int64(st, 1, device);
   sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, clnorm__op_names[r->op], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, clnorm__dtype_names[r->dtype], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 5, (sqlite3_int64)r->cols);
-  sqlite3_bind_int64(st, 6, r->row_class);
+  sqlite3_bind_text(st, 3, clnorm__op_names[op], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, clnorm__dtype_names[dtype], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, (sqlite3_int64)cols);
+  sqlite3_bind_int64(st, 6, row_class);
+}
+
+/* Binds the key of r (after ?1, the device id) as ?2..?12. */
+static void bind_key(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r) {
+  clnorm__db_bind_shape(st, device, r->kernel_hash, r->op, r->dtype, r->cols, r->row_class);
   clnorm__db_bind_variant(st, 7, &r->variant);
 }
 
 static void bind_result(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r) {
-  char hash[17];
-  bind_key(st, device, r, hash);
+  bind_key(st, device, r);
   sqlite3_bind_int64(st, 13, (sqlite3_int64)r->rows);
   sqlite3_bind_text(st, 14, clnorm__outcome_names[r->outcome], -1, SQLITE_STATIC);
   bind_double(st, 15, r->median_s);
@@ -446,19 +450,12 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
                              size_t err_size) {
   if (found)
     *found = 0;
-  clnorm_result checked = {0};
-  if (key) {
-    /* only the key fields matter: validate those, with neutral values for the rest */
-    checked.kernel_hash = key->kernel_hash;
-    checked.op = key->op;
-    checked.dtype = key->dtype;
-    checked.cols = key->cols;
-    checked.row_class = key->row_class;
-    checked.variant = key->variant;
-    checked.outcome = CLNORM_OUTCOME_WRONG;
-    checked.median_s = checked.min_s = checked.gbps = checked.max_err = NAN;
-  }
-  clnorm_status status = check_args(db, device, key ? &checked : NULL, err, err_size);
+  /* only the key fields matter */
+  clnorm_status status = clnorm__db_check_device(db, device, !key, "result", err, err_size);
+  char invalid[160];
+  if (status == CLNORM_OK && !clnorm__db_key_valid(key->op, key->dtype, key->cols, key->row_class,
+                                                   0, &key->variant, invalid, sizeof invalid))
+    status = clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "result: %s", invalid);
   if (status != CLNORM_OK)
     return status;
   if (!found)
@@ -469,8 +466,7 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
   if (rc == SQLITE_OK && id < 0)
     return CLNORM_OK;
   if (rc == SQLITE_OK && (rc = stmt(db, ST_GET, &st)) == SQLITE_OK) {
-    char hash[17];
-    bind_key(st, id, &checked, hash);
+    bind_key(st, id, key);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
       clnorm_device_identity d;

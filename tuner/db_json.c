@@ -331,26 +331,19 @@ static int get_variant(checker *c, const jnode *obj, clnorm_variant *v) {
 }
 
 /* The shape of a result or an A/B result: op, dtype, cols, row class and rows. */
-typedef struct shape {
-  clnorm_op op;
-  clnorm_dtype dtype;
-  uint64_t cols;
-  unsigned row_class;
-  uint64_t rows;
-} shape;
-
-static int get_shape(checker *c, const jnode *obj, shape *s) {
-  int op, dtype;
-  uint64_t row_class;
-  if (!get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op) ||
-      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype) ||
-      !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, &s->cols) ||
-      !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class) ||
-      !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, &s->rows))
+static int get_shape(checker *c, const jnode *obj, clnorm_op *op, clnorm_dtype *dtype,
+                     uint64_t *cols, unsigned *row_class, uint64_t *rows) {
+  int op_i, dtype_i;
+  uint64_t row_class_u;
+  if (!get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op_i) ||
+      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype_i) ||
+      !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, cols) ||
+      !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class_u) ||
+      !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, rows))
     return 0;
-  s->op = (clnorm_op)op;
-  s->dtype = (clnorm_dtype)dtype;
-  s->row_class = (unsigned)row_class;
+  *op = (clnorm_op)op_i;
+  *dtype = (clnorm_dtype)dtype_i;
+  *row_class = (unsigned)row_class_u;
   return 1;
 }
 
@@ -370,8 +363,8 @@ static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
     return bad(c, NULL, "expected an object, got %s", type_name(obj));
   uint64_t measured_at;
   int outcome;
-  shape s;
-  if (!get_shape(c, obj, &s) || !get_variant(c, obj, &r->variant) ||
+  if (!get_shape(c, obj, &r->op, &r->dtype, &r->cols, &r->row_class, &r->rows) ||
+      !get_variant(c, obj, &r->variant) ||
       !get_name(c, obj, "status", clnorm__outcome_names, COUNT(clnorm__outcome_names), &outcome) ||
       !get_measure(c, obj, "median_s", &r->median_s) || !get_measure(c, obj, "min_s", &r->min_s) ||
       !get_measure(c, obj, "gbps", &r->gbps) || !get_measure(c, obj, "max_err", &r->max_err) ||
@@ -381,11 +374,6 @@ static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
     return 0;
   if (!r->clnorm_version[0])
     return bad(c, "clnorm_version", "empty");
-  r->op = s.op;
-  r->dtype = s.dtype;
-  r->cols = s.cols;
-  r->row_class = s.row_class;
-  r->rows = s.rows;
   r->outcome = (clnorm_outcome)outcome;
   r->measured_at = (int64_t)measured_at;
   char reason[160];
@@ -407,11 +395,10 @@ static int read_ab(checker *c, const jnode *obj, clnorm_ab *ab) {
     return bad(c, NULL, "expected an object, got %s", type_name(obj));
   uint64_t rounds, measured_at;
   int kept;
-  shape s;
   static const char *const verdicts[] = {"tuned", "heuristic"};
   const jnode *heur = member(c, obj, "heuristic", J_OBJECT);
-  if (!heur || !get_shape(c, obj, &s) || !get_variant(c, obj, &ab->candidate) ||
-      !get_variant(c, heur, &ab->heuristic) ||
+  if (!heur || !get_shape(c, obj, &ab->op, &ab->dtype, &ab->cols, &ab->row_class, &ab->rows) ||
+      !get_variant(c, obj, &ab->candidate) || !get_variant(c, heur, &ab->heuristic) ||
       !get_measure(c, obj, "candidate_s", &ab->candidate_s) ||
       !get_measure(c, obj, "heuristic_s", &ab->heuristic_s) ||
       !get_measure(c, obj, "noise", &ab->noise) || !get_uint(c, obj, "rounds", 0, 1000, &rounds) ||
@@ -419,11 +406,6 @@ static int read_ab(checker *c, const jnode *obj, clnorm_ab *ab) {
       !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||
       !get_hash(c, obj, &ab->kernel_hash))
     return 0;
-  ab->op = s.op;
-  ab->dtype = s.dtype;
-  ab->cols = s.cols;
-  ab->row_class = s.row_class;
-  ab->rows = s.rows;
   ab->rounds = (unsigned)rounds;
   ab->kept_heuristic = kept;
   ab->measured_at = (int64_t)measured_at;
