@@ -240,6 +240,14 @@ typedef struct clnorm_db_device_counts {
 typedef int (*clnorm_db_device_fn)(void *user, const clnorm_device_identity *device,
                                    const clnorm_db_device_counts *counts);
 
+/* The stored devices that have a winner of kernel_hash (a shape with an "ok" result), in the
+ * order they were first stored, into *out (free() it; NULL for none) and *count; *other_kernels
+ * (may be NULL) receives how many results of every device are of other kernel hashes.
+ * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, uint64_t kernel_hash,
+                                       clnorm_device_identity **out, size_t *count,
+                                       uint64_t *other_kernels, char *err, size_t err_size);
+
 /* Calls fn once per stored device identity, in the order they were first stored. */
 clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
                                  void *user, char *err, size_t err_size);

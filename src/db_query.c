@@ -397,3 +397,45 @@ clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_
   return rc == SQLITE_DONE ? CLNORM_OK
                            : clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
 }
+
+typedef struct tuned_devices {
+  clnorm_device_identity *items;
+  size_t count;
+  uint64_t other_kernels;
+  int no_memory;
+} tuned_devices;
+
+static int add_tuned(void *user, const clnorm_device_identity *device,
+                     const clnorm_db_device_counts *counts) {
+  tuned_devices *t = user;
+  t->other_kernels += counts->results - counts->current;
+  if (counts->shapes == 0)
+    return 0;
+  clnorm_device_identity *items = realloc(t->items, (t->count + 1) * sizeof *items);
+  if (!items) {
+    t->no_memory = 1;
+    return 1;
+  }
+  t->items = items;
+  t->items[t->count++] = *device;
+  return 0;
+}
+
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, uint64_t kernel_hash,
+                                       clnorm_device_identity **out, size_t *count,
+                                       uint64_t *other_kernels, char *err, size_t err_size) {
+  tuned_devices t = {NULL, 0, 0, 0};
+  clnorm_status st = clnorm__db_devices(db, kernel_hash, add_tuned, &t, err, err_size);
+  if (st == CLNORM_OK && t.no_memory)
+    st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
+  if (st != CLNORM_OK) {
+    free(t.items);
+    t.items = NULL;
+    t.count = 0;
+  }
+  *out = t.items;
+  *count = t.count;
+  if (other_kernels)
+    *other_kernels = t.other_kernels;
+  return st;
+}
