@@ -118,18 +118,18 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
                            : clnorm__db_sql_error(db, rc, "listing results", err, err_size);
 }
 
+/* An array that listings append to: items of `size` bytes, `count` of them in room for `cap`. */
 typedef struct collected {
-  clnorm_result *items;
-  size_t count, cap;
+  void *items;
+  size_t size, count, cap;
   int no_memory;
 } collected;
 
-static int collect(void *user, const clnorm_device_identity *device, const clnorm_result *result,
-                   int winner) {
-  collected *c = user;
+/* Appends a copy of item (grown by doubling); 1 (stop the listing) when out of memory. */
+static int append(collected *c, const void *item) {
   if (c->count == c->cap) {
     const size_t cap = c->cap ? c->cap * 2 : 64;
-    clnorm_result *items = realloc(c->items, cap * sizeof *items);
+    void *items = realloc(c->items, cap * c->size);
     if (!items) {
       c->no_memory = 1;
       return 1;
@@ -137,8 +137,13 @@ static int collect(void *user, const clnorm_device_identity *device, const clnor
     c->items = items;
     c->cap = cap;
   }
-  c->items[c->count++] = *result;
+  memcpy((char *)c->items + c->count++ * c->size, item, c->size);
   return 0;
+}
+
+static int collect(void *user, const clnorm_device_identity *device, const clnorm_result *result,
+                   int winner) {
+  return append(user, result);
 }
 
 static int shape_cmp(const void *pa, const void *pb) {
@@ -160,7 +165,7 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
                             !device ? "device"
                             : !out  ? "out"
                                     : "count");
-  collected c = {0};
+  collected c = {NULL, sizeof(clnorm_result), 0, 0, 0};
   clnorm_status status = clnorm__db_list(db, device, &kernel_hash, 1, collect, &c, err, err_size);
   if (status == CLNORM_OK && c.no_memory)
     status =
@@ -170,7 +175,7 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
     return status;
   }
   if (c.count > 1)
-    qsort(c.items, c.count, sizeof *c.items, shape_cmp);
+    qsort(c.items, c.count, c.size, shape_cmp);
   *out = c.items;
   *count = c.count;
   return CLNORM_OK;
@@ -399,42 +404,31 @@ clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_
 }
 
 typedef struct tuned_devices {
-  clnorm_device_identity *items;
-  size_t count;
+  collected devices;
   uint64_t other_kernels;
-  int no_memory;
 } tuned_devices;
 
 static int add_tuned(void *user, const clnorm_device_identity *device,
                      const clnorm_db_device_counts *counts) {
   tuned_devices *t = user;
   t->other_kernels += counts->results - counts->current;
-  if (counts->shapes == 0)
-    return 0;
-  clnorm_device_identity *items = realloc(t->items, (t->count + 1) * sizeof *items);
-  if (!items) {
-    t->no_memory = 1;
-    return 1;
-  }
-  t->items = items;
-  t->items[t->count++] = *device;
-  return 0;
+  return counts->shapes > 0 ? append(&t->devices, device) : 0;
 }
 
 clnorm_status clnorm__db_tuned_devices(clnorm_db *db, uint64_t kernel_hash,
                                        clnorm_device_identity **out, size_t *count,
                                        uint64_t *other_kernels, char *err, size_t err_size) {
-  tuned_devices t = {NULL, 0, 0, 0};
+  tuned_devices t = {{NULL, sizeof(clnorm_device_identity), 0, 0, 0}, 0};
   clnorm_status st = clnorm__db_devices(db, kernel_hash, add_tuned, &t, err, err_size);
-  if (st == CLNORM_OK && t.no_memory)
+  if (st == CLNORM_OK && t.devices.no_memory)
     st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
   if (st != CLNORM_OK) {
-    free(t.items);
-    t.items = NULL;
-    t.count = 0;
+    free(t.devices.items);
+    t.devices.items = NULL;
+    t.devices.count = 0;
   }
-  *out = t.items;
-  *count = t.count;
+  *out = t.devices.items;
+  *count = t.devices.count;
   if (other_kernels)
     *other_kernels = t.other_kernels;
   return st;
