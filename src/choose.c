@@ -157,24 +157,21 @@ clnorm_status clnorm__heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, c
  * another model of the same architecture, then the vendor's defaults. The heuristic is the last
  * level (clnorm__heuristic_pick). */
 static const struct {
-  clnorm_choice why;
   clnorm_table_id table;
-  int exact; /* clnorm__tuned_find's `exact` */
-} levels[] = {{CLNORM_CHOICE_TUNED, CLNORM_TABLE_TUNED, 1},
-              {CLNORM_CHOICE_NEAREST, CLNORM_TABLE_TUNED, 0},
-              {CLNORM_CHOICE_TUNED_OTHER_DRIVER, CLNORM_TABLE_TUNED_OTHER, 1},
-              {CLNORM_CHOICE_TUNED_OTHER_DRIVER, CLNORM_TABLE_TUNED_OTHER, 0},
-              {CLNORM_CHOICE_SYSTEM, CLNORM_TABLE_SYSTEM, 1},
-              {CLNORM_CHOICE_SYSTEM, CLNORM_TABLE_SYSTEM, 0},
-              {CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, CLNORM_TABLE_SYSTEM_OTHER, 1},
-              {CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, CLNORM_TABLE_SYSTEM_OTHER, 0},
-              {CLNORM_CHOICE_BUILTIN, CLNORM_TABLE_BUILTIN, 1},
-              {CLNORM_CHOICE_BUILTIN, CLNORM_TABLE_BUILTIN, 0},
-              {CLNORM_CHOICE_BUILTIN_SIBLING, CLNORM_TABLE_SIBLING, 1},
-              {CLNORM_CHOICE_BUILTIN_SIBLING, CLNORM_TABLE_SIBLING, 0},
-              {CLNORM_CHOICE_BUILTIN_VENDOR, CLNORM_TABLE_VENDOR, 1},
-              {CLNORM_CHOICE_BUILTIN_VENDOR, CLNORM_TABLE_VENDOR, 0}};
-#define LEVELS (int)(sizeof levels / sizeof levels[0])
+  clnorm_choice why[2]; /* of its exact shape, of its nearest */
+} levels[] = {
+    {CLNORM_TABLE_TUNED, {CLNORM_CHOICE_TUNED, CLNORM_CHOICE_NEAREST}},
+    {CLNORM_TABLE_TUNED_OTHER,
+     {CLNORM_CHOICE_TUNED_OTHER_DRIVER, CLNORM_CHOICE_TUNED_OTHER_DRIVER}},
+    {CLNORM_TABLE_SYSTEM, {CLNORM_CHOICE_SYSTEM, CLNORM_CHOICE_SYSTEM}},
+    {CLNORM_TABLE_SYSTEM_OTHER,
+     {CLNORM_CHOICE_SYSTEM_OTHER_DRIVER, CLNORM_CHOICE_SYSTEM_OTHER_DRIVER}},
+    {CLNORM_TABLE_BUILTIN, {CLNORM_CHOICE_BUILTIN, CLNORM_CHOICE_BUILTIN}},
+    {CLNORM_TABLE_SIBLING, {CLNORM_CHOICE_BUILTIN_SIBLING, CLNORM_CHOICE_BUILTIN_SIBLING}},
+    {CLNORM_TABLE_VENDOR, {CLNORM_CHOICE_BUILTIN_VENDOR, CLNORM_CHOICE_BUILTIN_VENDOR}}};
+/* Each table is looked up twice, its exact shape, then its nearest (clnorm__tuned_find's `exact`):
+ * lookup l is table l / 2, exact when l is even. */
+#define LEVELS (int)(2 * (sizeof levels / sizeof levels[0]))
 
 /* The variant to run and its built program. A forced variant is used as given or refused; a
  * chosen one falls back, in order, to safer variants when its build fails, the built kernel
@@ -194,9 +191,9 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   int have[LEVELS] = {0};
   clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int l = 0; l < LEVELS; l++) {
-    const clnorm_table *table = &ctx->tables[levels[l].table];
+    const clnorm_table *table = &ctx->tables[levels[l / 2].table];
     const clnorm_tuned *t = clnorm__tuned_find(table->rows, table->count, call->op, call->dtype,
-                                               call->cols, row_class, levels[l].exact);
+                                               call->cols, row_class, l % 2 == 0);
     if (t) {
       found[l] = t->variant;
       have[l] = 1;
@@ -206,7 +203,7 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   for (int l = 0; l < LEVELS; l++) {
     if (!have[l])
       continue;
-    *why = levels[l].why;
+    *why = levels[l / 2].why[l % 2];
     if (candidate(ctx, call, &found[l], eff, prog) == CLNORM_OK)
       return CLNORM_OK;
     clnorm__log(CLNORM_LOG_WARN, "the %s variant cannot run this call, falling back: %s",

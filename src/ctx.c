@@ -115,6 +115,11 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
                      : rvec && strcmp(rvec, "16") == 0  ? 16
                      : (info->type & CL_DEVICE_TYPE_CPU) ? 16
                                                          : 1;
+  info->reduce_local = 4;
+  if (info->reduce_vec == 1)
+    for (info->reduce_local = 8;
+         info->reduce_local * 2 <= 256 && info->reduce_local * 2 <= info->max_wg;)
+      info->reduce_local *= 2;
   info->no_warnings = pocl_cpu;
   info->unaligned = env_switch("CLNORM_UNALIGNED", (info->type & CL_DEVICE_TYPE_CPU) != 0);
   info->rbuf_bytes = env_switch("CLNORM_ROW_BUFFER", pocl_cpu) ? row_buffer_budget() : 0;

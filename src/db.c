@@ -251,19 +251,23 @@ int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t s
 
 static int time_ok(double t) { return isnan(t) || t >= 0; }
 
-int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size) {
-  const clnorm_variant *v = &r->variant;
-  if ((unsigned)r->op >= COUNT(clnorm__op_names))
-    return why(buf, size, "op: unknown value %d", (int)r->op);
-  if ((unsigned)r->dtype >= COUNT(clnorm__dtype_names))
-    return why(buf, size, "dtype: unknown value %d", (int)r->dtype);
-  if (r->cols < 1 || r->cols > CLNORM_DB_MAX_COLS)
-    return why(buf, size, "cols: %llu is not from 1 to %llu", (unsigned long long)r->cols,
+int clnorm__db_key_valid(clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class,
+                         uint64_t rows, const clnorm_variant *v, char *buf, size_t size) {
+  if ((unsigned)op >= COUNT(clnorm__op_names))
+    return why(buf, size, "op: unknown value %d", (int)op);
+  if ((unsigned)dtype >= COUNT(clnorm__dtype_names))
+    return why(buf, size, "dtype: unknown value %d", (int)dtype);
+  if (cols < 1 || cols > CLNORM_DB_MAX_COLS)
+    return why(buf, size, "cols: %llu is not from 1 to %llu", (unsigned long long)cols,
                (unsigned long long)CLNORM_DB_MAX_COLS);
-  if (r->row_class > CLNORM_DB_MAX_ROW_CLASS)
-    return why(buf, size, "row_class: %u is above %d", r->row_class, CLNORM_DB_MAX_ROW_CLASS);
-  if (r->rows > CLNORM_DB_MAX_ROWS)
+  if (row_class > CLNORM_DB_MAX_ROW_CLASS)
+    return why(buf, size, "row_class: %u is above %d", row_class, CLNORM_DB_MAX_ROW_CLASS);
+  if (rows > CLNORM_DB_MAX_ROWS)
     return why(buf, size, "rows: out of range");
+  return clnorm__db_variant_valid(v, buf, size);
+}
+
+int clnorm__db_variant_valid(const clnorm_variant *v, char *buf, size_t size) {
   if (v->wg < 1 || v->wg > CLNORM_DB_MAX_WG)
     return why(buf, size, "wg: %u is not from 1 to %u", v->wg, CLNORM_DB_MAX_WG);
   if (v->tpr < 1 || v->tpr > v->wg)
@@ -276,6 +280,13 @@ int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size) {
     return why(buf, size, "reduce: unknown value %d", (int)v->reduce);
   if ((unsigned)v->stats >= COUNT(clnorm__stats_names))
     return why(buf, size, "stats: unknown value %d", (int)v->stats);
+  return 1;
+}
+
+int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size) {
+  if (!clnorm__db_key_valid(r->op, r->dtype, r->cols, r->row_class, r->rows, &r->variant, buf,
+                            size))
+    return 0;
   if ((unsigned)r->outcome >= COUNT(clnorm__outcome_names))
     return why(buf, size, "status: unknown value %d", (int)r->outcome);
   if (!time_ok(r->median_s) || !time_ok(r->min_s) || !time_ok(r->gbps) || !time_ok(r->max_err))

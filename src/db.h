@@ -240,6 +240,14 @@ typedef struct clnorm_db_device_counts {
 typedef int (*clnorm_db_device_fn)(void *user, const clnorm_device_identity *device,
                                    const clnorm_db_device_counts *counts);
 
+/* The stored devices that have a winner of kernel_hash (a shape with an "ok" result), in the
+ * order they were first stored, into *out (free() it; NULL for none) and *count; *other_kernels
+ * (may be NULL) receives how many results of every device are of other kernel hashes.
+ * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, uint64_t kernel_hash,
+                                       clnorm_device_identity **out, size_t *count,
+                                       uint64_t *other_kernels, char *err, size_t err_size);
+
 /* Calls fn once per stored device identity, in the order they were first stored. */
 clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
                                  void *user, char *err, size_t err_size);
@@ -277,7 +285,14 @@ int clnorm__db_writable(const clnorm_db *db);
  * first). Shared by put, import and reading. */
 int clnorm__db_device_valid(const clnorm_device_identity *d, char *buf, size_t size);
 int clnorm__db_result_valid(const clnorm_result *r, char *buf, size_t size);
+/* The same checks of a result's key alone (its shape and variant), and of a variant alone. */
+int clnorm__db_key_valid(clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class,
+                         uint64_t rows, const clnorm_variant *v, char *buf, size_t size);
+int clnorm__db_variant_valid(const clnorm_variant *v, char *buf, size_t size);
 int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size);
+/* Whether a and b are A/B results of one shape at one row count (op, dtype, cols, row class and
+ * rows; the kernel hash is the listing's filter). */
+int clnorm__db_ab_same_shape(const clnorm_ab *a, const clnorm_ab *b);
 
 /* A kernel hash as 16 lowercase hexadecimal digits, and back (1: parsed, 0: not 1-16 digits). */
 void clnorm__db_hash_text(uint64_t hash, char out[17]);

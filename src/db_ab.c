@@ -8,34 +8,18 @@
 #include <string.h>
 #include <time.h>
 
-static int variant_valid(const clnorm_variant *v, const char *which, char *buf, size_t size) {
-  clnorm_result r;
-  memset(&r, 0, sizeof r);
-  r.cols = 1;
-  r.variant = *v;
-  r.outcome = CLNORM_OUTCOME_WRONG;
-  r.median_s = r.min_s = r.gbps = r.max_err = NAN;
-  char reason[160];
-  if (clnorm__db_result_valid(&r, reason, sizeof reason))
-    return 1;
-  snprintf(buf, size, "%s: %s", which, reason);
-  return 0;
+int clnorm__db_ab_same_shape(const clnorm_ab *a, const clnorm_ab *b) {
+  return a->op == b->op && a->dtype == b->dtype && a->cols == b->cols &&
+         a->row_class == b->row_class && a->rows == b->rows;
 }
 
 int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
-  clnorm_result r;
-  memset(&r, 0, sizeof r);
-  r.op = ab->op;
-  r.dtype = ab->dtype;
-  r.cols = ab->cols;
-  r.row_class = ab->row_class;
-  r.rows = ab->rows;
-  r.variant = ab->candidate;
-  r.outcome = CLNORM_OUTCOME_WRONG;
-  r.median_s = r.min_s = r.gbps = r.max_err = NAN;
-  if (!clnorm__db_result_valid(&r, buf, size) ||
-      !variant_valid(&ab->heuristic, "heuristic", buf, size))
+  char reason[160];
+  if (!clnorm__db_key_valid(ab->op, ab->dtype, ab->cols, ab->row_class, ab->rows, &ab->candidate,
+                            buf, size))
     return 0;
+  if (!clnorm__db_variant_valid(&ab->heuristic, reason, sizeof reason))
+    return snprintf(buf, size, "heuristic: %s", reason), 0;
   if (!(isfinite(ab->candidate_s) && ab->candidate_s > 0 && isfinite(ab->heuristic_s) &&
         ab->heuristic_s > 0 && isfinite(ab->noise) && ab->noise >= 0))
     return snprintf(buf, size, "candidate_s, heuristic_s: finite and above 0; noise >= 0"), 0;
@@ -47,27 +31,11 @@ int clnorm__db_ab_valid(const clnorm_ab *ab, char *buf, size_t size) {
   return 1;
 }
 
-static void bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v) {
-  sqlite3_bind_int64(st, first, v->wg);
-  sqlite3_bind_int64(st, first + 1, v->tpr);
-  sqlite3_bind_int64(st, first + 2, v->vec);
-  sqlite3_bind_int64(st, first + 3, v->hold);
-  sqlite3_bind_text(st, first + 4, clnorm__reduce_names[v->reduce], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, first + 5, clnorm__stats_names[v->stats], -1, SQLITE_STATIC);
-}
-
 void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab *ab) {
-  char hash[17];
-  clnorm__db_hash_text(ab->kernel_hash, hash);
-  sqlite3_bind_int64(st, 1, device);
-  sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, clnorm__op_names[ab->op], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, clnorm__dtype_names[ab->dtype], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 5, (sqlite3_int64)ab->cols);
-  sqlite3_bind_int64(st, 6, ab->row_class);
+  clnorm__db_bind_shape(st, device, ab->kernel_hash, ab->op, ab->dtype, ab->cols, ab->row_class);
   sqlite3_bind_int64(st, 7, (sqlite3_int64)ab->rows);
-  bind_variant(st, 8, &ab->candidate);
-  bind_variant(st, 14, &ab->heuristic);
+  clnorm__db_bind_variant(st, 8, &ab->candidate);
+  clnorm__db_bind_variant(st, 14, &ab->heuristic);
   sqlite3_bind_double(st, 20, ab->candidate_s);
   sqlite3_bind_double(st, 21, ab->heuristic_s);
   sqlite3_bind_double(st, 22, ab->noise);
@@ -79,26 +47,12 @@ void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab 
 
 clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *device,
                                 const clnorm_ab *ab, char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !device || !ab)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db       ? "db"
-                            : !device ? "device"
-                                      : "ab");
+  clnorm_status st = clnorm__db_check_device(db, device, !ab, "ab", err, err_size);
   char reason[192];
-  if (!clnorm__db_device_valid(device, reason, sizeof reason))
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-  if (!clnorm__db_ab_valid(ab, reason, sizeof reason))
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "A/B result: %s", reason);
-  return clnorm__db_put_row(db, ST_PUT_AB, device, ab, 0.0, 0, err, err_size);
-}
-
-static int column_count(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
-  const sqlite3_int64 v = sqlite3_column_int64(st, col);
-  if (sqlite3_column_type(st, col) != SQLITE_INTEGER || v < 0 || (uint64_t)v > max)
-    return 0;
-  *out = (uint64_t)v;
-  return 1;
+  if (st == CLNORM_OK && !clnorm__db_ab_valid(ab, reason, sizeof reason))
+    st = clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "A/B result: %s", reason);
+  return st == CLNORM_OK ? clnorm__db_put_row(db, ST_PUT_AB, device, ab, 0.0, 0, err, err_size)
+                         : st;
 }
 
 static int column_name(sqlite3_stmt *st, int col, const char *const *names, size_t count) {
@@ -111,7 +65,7 @@ static int column_name(sqlite3_stmt *st, int col, const char *const *names, size
 static int read_variant(sqlite3_stmt *st, int first, clnorm_variant *v) {
   uint64_t n[4];
   for (int i = 0; i < 4; i++)
-    if (!column_count(st, first + i, CLNORM_DB_MAX_WG, &n[i]))
+    if (!clnorm__db_column_uint(st, first + i, CLNORM_DB_MAX_WG, &n[i]))
       return 0;
   const int reduce = column_name(st, first + 4, clnorm__reduce_names, COUNT(clnorm__reduce_names));
   const int stats = column_name(st, first + 5, clnorm__stats_names, COUNT(clnorm__stats_names));
@@ -146,10 +100,12 @@ static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
                                                                                                 : -1
                           : -1;
   uint64_t n[5];
-  if (op < 0 || dtype < 0 || verdict < 0 || !column_count(st, 2, CLNORM_DB_MAX_COLS, &n[0]) ||
-      !column_count(st, 3, CLNORM_DB_MAX_ROW_CLASS, &n[1]) ||
-      !column_count(st, 4, CLNORM_DB_MAX_ROWS, &n[2]) || !column_count(st, 20, 1000, &n[3]) ||
-      !column_count(st, 22, INT64_MAX, &n[4]) || !read_variant(st, 5, &ab->candidate) ||
+  if (op < 0 || dtype < 0 || verdict < 0 ||
+      !clnorm__db_column_uint(st, 2, CLNORM_DB_MAX_COLS, &n[0]) ||
+      !clnorm__db_column_uint(st, 3, CLNORM_DB_MAX_ROW_CLASS, &n[1]) ||
+      !clnorm__db_column_uint(st, 4, CLNORM_DB_MAX_ROWS, &n[2]) ||
+      !clnorm__db_column_uint(st, 20, 1000, &n[3]) ||
+      !clnorm__db_column_uint(st, 22, INT64_MAX, &n[4]) || !read_variant(st, 5, &ab->candidate) ||
       !read_variant(st, 11, &ab->heuristic))
     return 0;
   ab->op = (clnorm_op)op;
@@ -170,24 +126,17 @@ static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
 clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
                                  const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
                                  char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !device || !fn)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !db       ? "db"
-                            : !device ? "device"
-                                      : "fn");
-  int present = 0;
-  sqlite3_int64 id = -1;
-  int rc = clnorm__db_has_table(db->sql, "ab", &present);
-  if (rc == SQLITE_OK && present)
-    rc = clnorm__db_device_id(db, device, 0, &id);
-  if (rc != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "listing the A/B results", err, err_size);
-  if (!present || id < 0)
-    return CLNORM_OK;
+  const clnorm_status bad = clnorm__db_check_null(db, device, !fn, "fn", err, err_size);
+  if (bad != CLNORM_OK)
+    return bad;
+  sqlite3_int64 id;
+  const clnorm_status found =
+      clnorm__db_device_in(db, "ab", device, &id, "listing the A/B results", err, err_size);
+  if (found != CLNORM_OK || id < 0)
+    return found;
   sqlite3_stmt *st = NULL;
   char hash[17];
-  rc = sqlite3_prepare_v2(db->sql, AB_SELECT, -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(db->sql, AB_SELECT, -1, &st, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, id);
     if (kernel_hash) {

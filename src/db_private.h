@@ -56,6 +56,37 @@ int clnorm__db_has_table(sqlite3 *sql, const char *name, int *yes);
 clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
                                  const void *result, double copy_gbps, uint64_t bytes, char *err,
                                  size_t err_size);
+/* Clears err; CLNORM_E_INVALID_ARG naming the first of db, device and `what` that is NULL
+ * (what_null: whether `what` is). */
+clnorm_status clnorm__db_check_null(const clnorm_db *db, const void *device, int what_null,
+                                    const char *what, char *err, size_t err_size);
+/* clnorm__db_check_null, then CLNORM_E_INVALID_ARG where device is not a valid identity. */
+clnorm_status clnorm__db_check_device(const clnorm_db *db, const clnorm_device_identity *device,
+                                      int what_null, const char *what, char *err, size_t err_size);
+/* The row id of device in *id where the table `table` exists (-1 where it does not, an older
+ * schema, or where device is not stored); CLNORM_E_DB with a message on `doing` where SQLite
+ * fails. */
+clnorm_status clnorm__db_device_in(clnorm_db *db, const char *table,
+                                   const clnorm_device_identity *device, sqlite3_int64 *id,
+                                   const char *doing, char *err, size_t err_size);
+/* Binds ?1 the device's row id, ?2 the kernel hash, ?3..?6 op, dtype, cols and row class: the
+ * start of a result's and an A/B result's row. */
+void clnorm__db_bind_shape(sqlite3_stmt *st, sqlite3_int64 device, uint64_t kernel_hash,
+                           clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class);
+/* Binds v's six parameters as ?first.. (their CLNORM_VARIANT_SQL_COLUMNS order). */
+void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v);
+/* Column col as an integer in [0, max] into *out: 0 (nothing written) for another type or value. */
+int clnorm__db_column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out);
+/* NULL reads as NaN; a text or blob as -1, which every check rejects. */
+double clnorm__db_column_double(sqlite3_stmt *st, int col);
+/* Reads a device's 8 columns (ST_FIND_DEVICE's order, from column 0): -1, or the first column out
+ * of range or of the wrong type. */
+int clnorm__db_read_device(sqlite3_stmt *st, clnorm_device_identity *d);
+/* Reads the 27 columns of ST_GET's select list from the current row. Returns 0 for a row this
+ * build cannot represent (a name from a newer clnorm, a value out of range), with the reason in
+ * reason. */
+int clnorm__db_read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
+                        size_t reason_size);
 /* Binds ab's row (after ?1, the device id) to ST_PUT_AB (db_ab.c). */
 void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab *ab);
 /* The message of a failed SQLite call on db while `doing` something, into err: CLNORM_E_DB. */

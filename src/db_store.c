@@ -1,5 +1,5 @@
-/* The result store of the tuning database: prepared statements, reading rows back, put, get,
- * the winners, and what reports and diagnostics read. */
+/* The result store of the tuning database: prepared statements, a result's row both ways (bound
+ * to a statement, read back), put, get and the import's store. The listings are db_query.c's. */
 #define _POSIX_C_SOURCE 200809L
 #include "db_private.h"
 
@@ -119,27 +119,35 @@ static void bind_double(sqlite3_stmt *st, int index, double v) {
     sqlite3_bind_double(st, index, v);
 }
 
-/* Binds the key of r (after ?1, the device id) as ?2..?12. */
-static void bind_key(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r,
-                     char hash[17]) {
-  clnorm__db_hash_text(r->kernel_hash, hash);
+void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v) {
+  sqlite3_bind_int64(st, first, v->wg);
+  sqlite3_bind_int64(st, first + 1, v->tpr);
+  sqlite3_bind_int64(st, first + 2, v->vec);
+  sqlite3_bind_int64(st, first + 3, v->hold);
+  sqlite3_bind_text(st, first + 4, clnorm__reduce_names[v->reduce], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, first + 5, clnorm__stats_names[v->stats], -1, SQLITE_STATIC);
+}
+
+void clnorm__db_bind_shape(sqlite3_stmt *st, sqlite3_int64 device, uint64_t kernel_hash,
+                           clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class) {
+  char hash[17];
+  clnorm__db_hash_text(kernel_hash, hash);
   sqlite3_bind_int64(st, 1, device);
   sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, clnorm__op_names[r->op], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, clnorm__dtype_names[r->dtype], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 5, (sqlite3_int64)r->cols);
-  sqlite3_bind_int64(st, 6, r->row_class);
-  sqlite3_bind_int64(st, 7, r->variant.wg);
-  sqlite3_bind_int64(st, 8, r->variant.tpr);
-  sqlite3_bind_int64(st, 9, r->variant.vec);
-  sqlite3_bind_int64(st, 10, r->variant.hold);
-  sqlite3_bind_text(st, 11, clnorm__reduce_names[r->variant.reduce], -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 12, clnorm__stats_names[r->variant.stats], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, clnorm__op_names[op], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, clnorm__dtype_names[dtype], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, (sqlite3_int64)cols);
+  sqlite3_bind_int64(st, 6, row_class);
+}
+
+/* Binds the key of r (after ?1, the device id) as ?2..?12. */
+static void bind_key(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r) {
+  clnorm__db_bind_shape(st, device, r->kernel_hash, r->op, r->dtype, r->cols, r->row_class);
+  clnorm__db_bind_variant(st, 7, &r->variant);
 }
 
 static void bind_result(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_result *r) {
-  char hash[17];
-  bind_key(st, device, r, hash);
+  bind_key(st, device, r);
   sqlite3_bind_int64(st, 13, (sqlite3_int64)r->rows);
   sqlite3_bind_text(st, 14, clnorm__outcome_names[r->outcome], -1, SQLITE_STATIC);
   bind_double(st, 15, r->median_s);
@@ -166,14 +174,14 @@ static int column_text(sqlite3_stmt *st, int col, char *out, size_t size) {
 
 /* NULL reads as NaN. A text or blob reads as -1, which every check rejects: SQLite would parse
  * one as a number, which then compares differently in SQL (min, ORDER BY) than in C. */
-static double column_double(sqlite3_stmt *st, int col) {
+double clnorm__db_column_double(sqlite3_stmt *st, int col) {
   const int type = sqlite3_column_type(st, col);
   if (type == SQLITE_NULL)
     return NAN;
   return type == SQLITE_INTEGER || type == SQLITE_FLOAT ? sqlite3_column_double(st, col) : -1.0;
 }
 
-static int column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
+int clnorm__db_column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out) {
   const sqlite3_int64 v = sqlite3_column_int64(st, col);
   if (sqlite3_column_type(st, col) != SQLITE_INTEGER || v < 0 || (uint64_t)v > max)
     return 0;
@@ -205,42 +213,52 @@ static const char *const row_columns[27] = {"vendor_id",
                                             "measured_at",
                                             "clnorm_version"};
 
-/* Reads the 27 columns of ST_GET's select list from the current row. Returns 0 for a row this
- * build cannot represent (a name from a newer clnorm, a value out of range), with the reason in
- * reason. */
-static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
-                    size_t reason_size) {
+/* Sets bad to i and is 0 where check fails: the first column out of range or of the wrong type. */
+#define COL(i, check) ((check) || (bad = (i), 0))
+
+int clnorm__db_read_device(sqlite3_stmt *st, clnorm_device_identity *d) {
   memset(d, 0, sizeof *d);
+  uint64_t v[4];
+  int bad = -1;
+  if (COL(0, clnorm__db_column_uint(st, 0, UINT32_MAX, &v[0])) &&
+      COL(1, column_text(st, 1, d->vendor, sizeof d->vendor)) &&
+      COL(2, column_text(st, 2, d->name, sizeof d->name)) &&
+      COL(3, column_text(st, 3, d->driver_version, sizeof d->driver_version)) &&
+      COL(4, column_text(st, 4, d->cl_version, sizeof d->cl_version)) &&
+      COL(5, clnorm__db_column_uint(st, 5, UINT32_MAX, &v[1])) &&
+      COL(6, clnorm__db_column_uint(st, 6, UINT32_MAX, &v[2])) &&
+      COL(7, clnorm__db_column_uint(st, 7, INT64_MAX, &v[3]))) {
+    d->vendor_id = (cl_uint)v[0];
+    d->compute_units = (cl_uint)v[1];
+    d->max_clock_mhz = (cl_uint)v[2];
+    d->local_mem = (cl_ulong)v[3];
+  }
+  return bad;
+}
+
+int clnorm__db_read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
+                        size_t reason_size) {
   memset(r, 0, sizeof *r);
   uint64_t v[12];
   char hash[32], op[16], dtype[16], reduce[16], stats[16], outcome[16];
-  int bad = -1; /* the first column out of range or of the wrong type */
-#define COL(i, check) ((check) || (bad = (i), 0))
-  const int read = COL(0, column_uint(st, 0, UINT32_MAX, &v[0])) &&
-                   COL(1, column_text(st, 1, d->vendor, sizeof d->vendor)) &&
-                   COL(2, column_text(st, 2, d->name, sizeof d->name)) &&
-                   COL(3, column_text(st, 3, d->driver_version, sizeof d->driver_version)) &&
-                   COL(4, column_text(st, 4, d->cl_version, sizeof d->cl_version)) &&
-                   COL(5, column_uint(st, 5, UINT32_MAX, &v[1])) &&
-                   COL(6, column_uint(st, 6, UINT32_MAX, &v[2])) &&
-                   COL(7, column_uint(st, 7, INT64_MAX, &v[3])) &&
+  int bad = clnorm__db_read_device(st, d); /* the first column out of range or of the wrong type */
+  const int read = bad < 0 &&
                    COL(8, column_text(st, 8, hash, sizeof hash) &&
                               clnorm__db_parse_hash(hash, &r->kernel_hash)) &&
                    COL(9, column_text(st, 9, op, sizeof op)) &&
                    COL(10, column_text(st, 10, dtype, sizeof dtype)) &&
-                   COL(11, column_uint(st, 11, CLNORM_DB_MAX_COLS, &v[4])) &&
-                   COL(12, column_uint(st, 12, CLNORM_DB_MAX_ROW_CLASS, &v[5])) &&
-                   COL(13, column_uint(st, 13, CLNORM_DB_MAX_ROWS, &v[6])) &&
-                   COL(14, column_uint(st, 14, CLNORM_DB_MAX_WG, &v[7])) &&
-                   COL(15, column_uint(st, 15, CLNORM_DB_MAX_WG, &v[8])) &&
-                   COL(16, column_uint(st, 16, 16, &v[9])) &&
-                   COL(17, column_uint(st, 17, CLNORM_DB_MAX_HOLD, &v[10])) &&
+                   COL(11, clnorm__db_column_uint(st, 11, CLNORM_DB_MAX_COLS, &v[4])) &&
+                   COL(12, clnorm__db_column_uint(st, 12, CLNORM_DB_MAX_ROW_CLASS, &v[5])) &&
+                   COL(13, clnorm__db_column_uint(st, 13, CLNORM_DB_MAX_ROWS, &v[6])) &&
+                   COL(14, clnorm__db_column_uint(st, 14, CLNORM_DB_MAX_WG, &v[7])) &&
+                   COL(15, clnorm__db_column_uint(st, 15, CLNORM_DB_MAX_WG, &v[8])) &&
+                   COL(16, clnorm__db_column_uint(st, 16, 16, &v[9])) &&
+                   COL(17, clnorm__db_column_uint(st, 17, CLNORM_DB_MAX_HOLD, &v[10])) &&
                    COL(18, column_text(st, 18, reduce, sizeof reduce)) &&
                    COL(19, column_text(st, 19, stats, sizeof stats)) &&
                    COL(20, column_text(st, 20, outcome, sizeof outcome)) &&
-                   COL(25, column_uint(st, 25, INT64_MAX, &v[11])) &&
+                   COL(25, clnorm__db_column_uint(st, 25, INT64_MAX, &v[11])) &&
                    COL(26, column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version));
-#undef COL
   if (!read) {
     snprintf(reason, reason_size, "%s is out of range or of the wrong type", row_columns[bad]);
     return 0;
@@ -261,10 +279,6 @@ static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *
                             : "status");
     return 0;
   }
-  d->vendor_id = (cl_uint)v[0];
-  d->compute_units = (cl_uint)v[1];
-  d->max_clock_mhz = (cl_uint)v[2];
-  d->local_mem = (cl_ulong)v[3];
   r->op = (clnorm_op)op_i;
   r->dtype = (clnorm_dtype)dtype_i;
   r->cols = v[4];
@@ -277,21 +291,19 @@ static int read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *
   r->variant.reduce = (clnorm_reduce)reduce_i;
   r->variant.stats = (clnorm_stats)stats_i;
   r->outcome = (clnorm_outcome)outcome_i;
-  r->median_s = column_double(st, 21);
-  r->min_s = column_double(st, 22);
-  r->gbps = column_double(st, 23);
-  r->max_err = column_double(st, 24);
+  r->median_s = clnorm__db_column_double(st, 21);
+  r->min_s = clnorm__db_column_double(st, 22);
+  r->gbps = clnorm__db_column_double(st, 23);
+  r->max_err = clnorm__db_column_double(st, 24);
   r->measured_at = (int64_t)v[11];
   return clnorm__db_device_valid(d, reason, reason_size) &&
          clnorm__db_result_valid(r, reason, reason_size);
 }
 
-/* Clears err; CLNORM_E_INVALID_ARG naming the first of db, device and `what` (other) that is
- * NULL. */
-static clnorm_status check_null(const clnorm_db *db, const void *device, const void *other,
-                                const char *what, char *err, size_t err_size) {
+clnorm_status clnorm__db_check_null(const clnorm_db *db, const void *device, int what_null,
+                                    const char *what, char *err, size_t err_size) {
   clnorm__db_clear(err, err_size);
-  if (!db || !device || !other)
+  if (!db || !device || what_null)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
                             !db       ? "db"
                             : !device ? "device"
@@ -299,17 +311,22 @@ static clnorm_status check_null(const clnorm_db *db, const void *device, const v
   return CLNORM_OK;
 }
 
+clnorm_status clnorm__db_check_device(const clnorm_db *db, const clnorm_device_identity *device,
+                                      int what_null, const char *what, char *err, size_t err_size) {
+  const clnorm_status st = clnorm__db_check_null(db, device, what_null, what, err, err_size);
+  char reason[160];
+  if (st == CLNORM_OK && !clnorm__db_device_valid(device, reason, sizeof reason))
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
+  return st;
+}
+
 static clnorm_status check_args(clnorm_db *db, const clnorm_device_identity *d,
                                 const clnorm_result *r, char *err, size_t err_size) {
-  const clnorm_status st = check_null(db, d, r, "result", err, err_size);
-  if (st != CLNORM_OK)
-    return st;
+  clnorm_status st = clnorm__db_check_device(db, d, !r, "result", err, err_size);
   char reason[160];
-  if (!clnorm__db_device_valid(d, reason, sizeof reason))
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-  if (!clnorm__db_result_valid(r, reason, sizeof reason))
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "result: %s", reason);
-  return CLNORM_OK;
+  if (st == CLNORM_OK && !clnorm__db_result_valid(r, reason, sizeof reason))
+    st = clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "result: %s", reason);
+  return st;
 }
 
 /* CLNORM_E_DB with a message when the file this handle writes is no longer the database at its
@@ -394,20 +411,22 @@ clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_i
   return status;
 }
 
+/* Checks and stores result with the statement `which` (ST_PUT, ST_PUT_HEURISTIC). */
+static clnorm_status put_result(clnorm_db *db, int which, const clnorm_device_identity *device,
+                                const clnorm_result *result, char *err, size_t err_size) {
+  const clnorm_status status = check_args(db, device, result, err, err_size);
+  return status != CLNORM_OK ? status
+                             : clnorm__db_put_row(db, which, device, result, 0.0, 0, err, err_size);
+}
+
 clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
                              const clnorm_result *result, char *err, size_t err_size) {
-  const clnorm_status status = check_args(db, device, result, err, err_size);
-  return status != CLNORM_OK
-             ? status
-             : clnorm__db_put_row(db, ST_PUT, device, result, 0.0, 0, err, err_size);
+  return put_result(db, ST_PUT, device, result, err, err_size);
 }
 
 clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identity *device,
                                        const clnorm_result *result, char *err, size_t err_size) {
-  const clnorm_status status = check_args(db, device, result, err, err_size);
-  return status != CLNORM_OK
-             ? status
-             : clnorm__db_put_row(db, ST_PUT_HEURISTIC, device, result, 0.0, 0, err, err_size);
+  return put_result(db, ST_PUT_HEURISTIC, device, result, err, err_size);
 }
 
 clnorm_status clnorm__db_put_copy(clnorm_db *db, const clnorm_device_identity *device, double gbps,
@@ -431,19 +450,12 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
                              size_t err_size) {
   if (found)
     *found = 0;
-  clnorm_result checked = {0};
-  if (key) {
-    /* only the key fields matter: validate those, with neutral values for the rest */
-    checked.kernel_hash = key->kernel_hash;
-    checked.op = key->op;
-    checked.dtype = key->dtype;
-    checked.cols = key->cols;
-    checked.row_class = key->row_class;
-    checked.variant = key->variant;
-    checked.outcome = CLNORM_OUTCOME_WRONG;
-    checked.median_s = checked.min_s = checked.gbps = checked.max_err = NAN;
-  }
-  clnorm_status status = check_args(db, device, key ? &checked : NULL, err, err_size);
+  /* only the key fields matter */
+  clnorm_status status = clnorm__db_check_device(db, device, !key, "result", err, err_size);
+  char invalid[160];
+  if (status == CLNORM_OK && !clnorm__db_key_valid(key->op, key->dtype, key->cols, key->row_class,
+                                                   0, &key->variant, invalid, sizeof invalid))
+    status = clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "result: %s", invalid);
   if (status != CLNORM_OK)
     return status;
   if (!found)
@@ -454,14 +466,13 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
   if (rc == SQLITE_OK && id < 0)
     return CLNORM_OK;
   if (rc == SQLITE_OK && (rc = stmt(db, ST_GET, &st)) == SQLITE_OK) {
-    char hash[17];
-    bind_key(st, id, &checked, hash);
+    bind_key(st, id, key);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
       clnorm_device_identity d;
       clnorm_result r;
       char reason[192];
-      if (read_row(st, &d, &r, reason, sizeof reason)) {
+      if (clnorm__db_read_row(st, &d, &r, reason, sizeof reason)) {
         *found = 1;
         if (out)
           *out = r;
@@ -474,400 +485,6 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
   }
   return rc == SQLITE_OK ? CLNORM_OK
                          : clnorm__db_sql_error(db, rc, "looking up a result", err, err_size);
-}
-
-/* Prepares a listing's query and binds its optional parameters: ?1 the device's row id (when
- * by_device), ?2 the kernel hash (when not NULL) as text in `hash`, which must outlive *st. */
-static int prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
-                           const uint64_t *kernel_hash, char hash[17], sqlite3_stmt **st) {
-  const int rc = sqlite3_prepare_v2(db->sql, text, -1, st, NULL);
-  if (rc != SQLITE_OK)
-    return rc;
-  if (by_device)
-    sqlite3_bind_int64(*st, 1, id);
-  if (kernel_hash) {
-    clnorm__db_hash_text(*kernel_hash, hash);
-    sqlite3_bind_text(*st, 2, hash, -1, SQLITE_STATIC);
-  }
-  return SQLITE_OK;
-}
-
-clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
-                              const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
-                              void *user, char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !fn)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
-  sqlite3_int64 id = -1;
-  if (device) {
-    char reason[160];
-    if (!clnorm__db_device_valid(device, reason, sizeof reason))
-      return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-    const int rc = clnorm__db_device_id(db, device, 0, &id);
-    if (rc != SQLITE_OK)
-      return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
-    if (id < 0)
-      return CLNORM_OK;
-  }
-  /* A shape's fastest "ok" row (m): with exactly one min() in the query, SQLite takes the bare
-   * columns from that row. The filters are spelled out (not "?1 IS NULL OR ...") so that SQLite
-   * can search the results_winners index. Where the shape has A/B results (schema 4), its winner
-   * is the variant they chose (a): the heuristic's of the latest that kept it, else the
-   * candidate of the latest (max() picks that row, whose bare columns come with it). A winner's
-   * row is checked again: w reads only that index, which a damaged file's may contradict
-   * (readers run no integrity check). */
-  int with_ab = 0;
-  if (clnorm__db_has_table(db->sql, "ab", &with_ab) != SQLITE_OK)
-    with_ab = 0; /* listed as a database without A/B results */
-  const char *const device_filter = device ? " AND device_id = ?1" : "";
-  const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
-  /* a: per shape, the variant its A/B results chose; w: that variant's result, else m's */
-  static const char ab_choice[] =
-      ", a AS (SELECT device_id, kernel_hash, op, dtype, cols, row_class,"
-      " CASE WHEN verdict = 'heuristic' THEN h_wg ELSE wg END AS wg,"
-      " CASE WHEN verdict = 'heuristic' THEN h_tpr ELSE tpr END AS tpr,"
-      " CASE WHEN verdict = 'heuristic' THEN h_vec ELSE vec END AS vec,"
-      " CASE WHEN verdict = 'heuristic' THEN h_hold ELSE hold END AS hold,"
-      " CASE WHEN verdict = 'heuristic' THEN h_reduce ELSE reduce END AS reduce,"
-      " CASE WHEN verdict = 'heuristic' THEN h_stats ELSE stats END AS stats,"
-      " max((verdict = 'heuristic') * 4611686018427387904 + id) FROM ab WHERE 1%s%s"
-      " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class),"
-      " w AS (SELECT coalesce(k.id, m.id) AS id FROM m LEFT JOIN a ON a.device_id = m.device_id"
-      " AND a.kernel_hash = m.kernel_hash AND a.op = m.op AND a.dtype = m.dtype"
-      " AND a.cols = m.cols AND a.row_class = m.row_class"
-      " LEFT JOIN results k ON k.device_id = a.device_id AND k.kernel_hash = a.kernel_hash"
-      " AND k.op = a.op AND k.dtype = a.dtype AND k.cols = a.cols AND k.row_class = a.row_class"
-      " AND k.wg = a.wg AND k.tpr = a.tpr AND k.vec = a.vec AND k.hold = a.hold"
-      " AND k.reduce = a.reduce AND k.stats = a.stats AND k.status = 'ok'"
-      " AND k.median_s IS NOT NULL)";
-  char chosen[3072] = ", w AS (SELECT id FROM m)";
-  if (with_ab)
-    snprintf(chosen, sizeof chosen, ab_choice, device_filter, hash_filter);
-  char text[6144];
-  snprintf(text, sizeof text,
-           "WITH m AS (SELECT id, device_id, kernel_hash, op, dtype, cols, row_class,"
-           " min(median_s) FROM results WHERE status = 'ok' AND median_s IS NOT NULL%s%s"
-           " GROUP BY device_id, kernel_hash, op, dtype, cols, row_class)%s"
-           " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
-           " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
-           " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
-           ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
-           " r.clnorm_version, %s AS winner FROM %s JOIN devices d ON d.id = r.device_id"
-           " WHERE 1%s%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class,"
-           " winner DESC, r.median_s IS NULL, r.median_s, r.min_s, r.id",
-           device_filter, hash_filter, chosen,
-           winners_only ? "1" : "r.status = 'ok' AND r.id IN (SELECT id FROM w)",
-           winners_only ? "w CROSS JOIN results r ON r.id = w.id" : "results r",
-           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "",
-           winners_only ? " AND r.status = 'ok'" : "");
-  sqlite3_stmt *st = NULL;
-  char hash[17];
-  int rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st);
-  if (rc != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "listing results", err, err_size);
-  db->skipped = 0;
-  db->skipped_why[0] = '\0';
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    clnorm_device_identity d;
-    clnorm_result r;
-    char reason[sizeof db->skipped_why];
-    if (!read_row(st, &d, &r, reason, sizeof reason)) {
-      if (db->skipped++ == 0)
-        snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
-      continue;
-    }
-    if (fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
-      rc = SQLITE_DONE;
-      break;
-    }
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? CLNORM_OK
-                           : clnorm__db_sql_error(db, rc, "listing results", err, err_size);
-}
-
-typedef struct collected {
-  clnorm_result *items;
-  size_t count, cap;
-  int no_memory;
-} collected;
-
-static int collect(void *user, const clnorm_device_identity *device, const clnorm_result *result,
-                   int winner) {
-  collected *c = user;
-  if (c->count == c->cap) {
-    const size_t cap = c->cap ? c->cap * 2 : 64;
-    clnorm_result *items = realloc(c->items, cap * sizeof *items);
-    if (!items) {
-      c->no_memory = 1;
-      return 1;
-    }
-    c->items = items;
-    c->cap = cap;
-  }
-  c->items[c->count++] = *result;
-  return 0;
-}
-
-static int shape_cmp(const void *pa, const void *pb) {
-  const clnorm_result *a = pa, *b = pb;
-  const uint64_t ka[] = {a->op, a->dtype, a->cols, a->row_class};
-  const uint64_t kb[] = {b->op, b->dtype, b->cols, b->row_class};
-  return clnorm__keys_cmp(ka, kb, 4);
-}
-
-clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
-                                 uint64_t kernel_hash, clnorm_result **out, size_t *count,
-                                 char *err, size_t err_size) {
-  if (out)
-    *out = NULL;
-  if (count)
-    *count = 0;
-  if (!device || !out || !count)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !device ? "device"
-                            : !out  ? "out"
-                                    : "count");
-  collected c = {0};
-  clnorm_status status = clnorm__db_list(db, device, &kernel_hash, 1, collect, &c, err, err_size);
-  if (status == CLNORM_OK && c.no_memory)
-    status =
-        clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory reading tuned results");
-  if (status != CLNORM_OK) {
-    free(c.items);
-    return status;
-  }
-  if (c.count > 1)
-    qsort(c.items, c.count, sizeof *c.items, shape_cmp);
-  *out = c.items;
-  *count = c.count;
-  return CLNORM_OK;
-}
-
-/* Steps a SELECT count(*): SQLITE_OK with the count in *n, or SQLite's error. */
-static int step_count(sqlite3_stmt *st, sqlite3_int64 *n) {
-  const int rc = sqlite3_step(st);
-  if (rc != SQLITE_ROW)
-    return rc;
-  *n = sqlite3_column_int64(st, 0);
-  return SQLITE_OK;
-}
-
-static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identity *d,
-                      sqlite3_int64 id, const char *hash, uint64_t *out) {
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(sql, text, -1, &st, NULL);
-  if (rc == SQLITE_OK) {
-    if (d) {
-      sqlite3_bind_int64(st, 1, d->vendor_id);
-      sqlite3_bind_text(st, 2, d->vendor, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 4, d->driver_version, -1, SQLITE_STATIC);
-    } else {
-      sqlite3_bind_int64(st, 1, id);
-      sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
-    }
-    sqlite3_int64 n = 0;
-    rc = step_count(st, &n);
-    *out = (uint64_t)n;
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
-uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_size) {
-  if (reason_size)
-    snprintf(reason, reason_size, "%s", db && db->skipped ? db->skipped_why : "");
-  return db ? db->skipped : 0;
-}
-
-clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
-                               uint64_t kernel_hash, clnorm_db_stale *out, char *err,
-                               size_t err_size) {
-  const clnorm_status st = check_null(db, device, out, "out", err, err_size);
-  if (st != CLNORM_OK)
-    return st;
-  memset(out, 0, sizeof *out);
-  char hash[17];
-  clnorm__db_hash_text(kernel_hash, hash);
-  sqlite3_int64 id = -1;
-  int rc = count_rows(db->sql,
-                      "SELECT count(*) FROM results r JOIN devices d ON d.id = r.device_id"
-                      " WHERE d.vendor_id = ?1 AND d.vendor = ?2 AND d.name = ?3"
-                      " AND d.driver_version <> ?4",
-                      device, 0, NULL, &out->driver_changed);
-  if (rc == SQLITE_OK)
-    rc = clnorm__db_device_id(db, device, 0, &id);
-  if (rc == SQLITE_OK && id >= 0)
-    rc = count_rows(db->sql,
-                    "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> ?2", NULL,
-                    id, hash, &out->kernels_changed);
-  return rc == SQLITE_OK ? CLNORM_OK
-                         : clnorm__db_sql_error(db, rc, "counting stale results", err, err_size);
-}
-
-int clnorm__db_has_table(sqlite3 *sql, const char *name, int *yes) {
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(sql,
-                              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
-                              " name = ?1",
-                              -1, &st, NULL);
-  *yes = 0;
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    sqlite3_int64 n = 0;
-    rc = step_count(st, &n);
-    *yes = n > 0;
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
-clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
-                                        const uint64_t *kernel_hash, clnorm_db_row_fn fn,
-                                        void *user, char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !fn)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
-  int present = 0;
-  int rc = clnorm__db_has_table(db->sql, "heuristic", &present);
-  if (rc != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "reading the schema", err, err_size);
-  if (!present)
-    return CLNORM_OK;
-  sqlite3_int64 id = -1;
-  if (device) {
-    char reason[160];
-    if (!clnorm__db_device_valid(device, reason, sizeof reason))
-      return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "device identity: %s", reason);
-    if ((rc = clnorm__db_device_id(db, device, 0, &id)) != SQLITE_OK)
-      return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
-    if (id < 0)
-      return CLNORM_OK;
-  }
-  char text[1024];
-  snprintf(text, sizeof text,
-           "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
-           " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
-           " r.cols, r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
-           ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
-           " r.clnorm_version FROM heuristic r JOIN devices d ON d.id = r.device_id"
-           " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class",
-           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "");
-  sqlite3_stmt *st = NULL;
-  char hash[17];
-  if ((rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st)) != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    clnorm_device_identity d;
-    clnorm_result r;
-    char reason[192];
-    if (read_row(st, &d, &r, reason, sizeof reason) && fn(user, &d, &r, 0)) {
-      rc = SQLITE_DONE;
-      break;
-    }
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE
-             ? CLNORM_OK
-             : clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
-}
-
-clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *device,
-                                   double *gbps, uint64_t *bytes, int64_t *measured_at, char *err,
-                                   size_t err_size) {
-  const clnorm_status bad = check_null(db, device, gbps, "gbps", err, err_size);
-  if (bad != CLNORM_OK)
-    return bad;
-  *gbps = NAN;
-  if (bytes)
-    *bytes = 0;
-  if (measured_at)
-    *measured_at = 0;
-  int present = 0;
-  sqlite3_int64 id = -1;
-  int rc = clnorm__db_has_table(db->sql, "copy_bandwidth", &present);
-  if (rc == SQLITE_OK && present)
-    rc = clnorm__db_device_id(db, device, 0, &id);
-  if (rc != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
-  if (!present || id < 0)
-    return CLNORM_OK;
-  sqlite3_stmt *st = NULL;
-  rc = sqlite3_prepare_v2(
-      db->sql, "SELECT gbps, bytes, measured_at FROM copy_bandwidth WHERE device_id = ?1", -1, &st,
-      NULL);
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_int64(st, 1, id);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      const double v = column_double(st, 0);
-      *gbps = isfinite(v) && v > 0 ? v : NAN;
-      if (bytes)
-        *bytes = (uint64_t)(sqlite3_column_int64(st, 1) > 0 ? sqlite3_column_int64(st, 1) : 0);
-      if (measured_at)
-        *measured_at = sqlite3_column_int64(st, 2);
-      rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-      rc = SQLITE_OK;
-    }
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_OK
-             ? CLNORM_OK
-             : clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
-}
-
-clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
-                                 void *user, char *err, size_t err_size) {
-  clnorm__db_clear(err, err_size);
-  if (!db || !fn)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(
-      db->sql,
-      "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
-      " d.compute_units, d.max_clock_mhz, d.local_mem,"
-      " (SELECT count(*) FROM results r WHERE r.device_id = d.id),"
-      " (SELECT count(*) FROM results r WHERE r.device_id = d.id AND r.kernel_hash = ?1),"
-      " (SELECT count(*) FROM (SELECT DISTINCT op, dtype, cols, row_class FROM results r"
-      "  WHERE r.device_id = d.id AND r.kernel_hash = ?1 AND r.status = 'ok'"
-      "  AND r.median_s IS NOT NULL))"
-      " FROM devices d ORDER BY d.id",
-      -1, &st, NULL);
-  if (rc != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
-  char hash[17];
-  clnorm__db_hash_text(kernel_hash, hash);
-  sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    clnorm_device_identity d;
-    clnorm_db_device_counts c;
-    uint64_t v[4];
-    memset(&d, 0, sizeof d);
-    memset(&c, 0, sizeof c);
-    if (!column_uint(st, 0, UINT32_MAX, &v[0]) || !column_text(st, 1, d.vendor, sizeof d.vendor) ||
-        !column_text(st, 2, d.name, sizeof d.name) ||
-        !column_text(st, 3, d.driver_version, sizeof d.driver_version) ||
-        !column_text(st, 4, d.cl_version, sizeof d.cl_version) ||
-        !column_uint(st, 5, UINT32_MAX, &v[1]) || !column_uint(st, 6, UINT32_MAX, &v[2]) ||
-        !column_uint(st, 7, INT64_MAX, &v[3]))
-      continue;
-    d.vendor_id = (cl_uint)v[0];
-    d.compute_units = (cl_uint)v[1];
-    d.max_clock_mhz = (cl_uint)v[2];
-    d.local_mem = (cl_ulong)v[3];
-    c.results = (uint64_t)sqlite3_column_int64(st, 8);
-    c.current = (uint64_t)sqlite3_column_int64(st, 9);
-    c.shapes = (uint64_t)sqlite3_column_int64(st, 10);
-    if (fn(user, &d, &c)) {
-      rc = SQLITE_DONE;
-      break;
-    }
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? CLNORM_OK
-                           : clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
 }
 
 clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity *devices,

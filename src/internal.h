@@ -81,15 +81,14 @@ typedef struct clnorm_device_info {
   /* The backward kernel's persistent grid on a GPU, in groups per compute unit: 0 for the rule of
    * clnorm__bwd_groups (src/launch.c). CLNORM_BWD_GROUPS_PER_CU=1..64 sets it (measurements). */
   unsigned bwd_groups_per_cu;
-  unsigned reduce_vec; /* clnorm__reduce_vec */
+  /* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
+   * vector add), 1 on GPUs (groups of lanes over the partial rows, cl/backward.cl).
+   * CLNORM_REDUCE_VEC=1/16 overrides (the tests run the GPU's on PoCL). */
+  unsigned reduce_vec;
+  /* bwd_reduce's work-group size (src/launch.c): with reduce_vec 1, 256 work-items or the largest
+   * power of two below max_wg (8 at the least); with 16, 4. */
+  size_t reduce_local;
 } clnorm_device_info;
-
-/* Columns per work-item of bwd_reduce: 16 on CPUs (a 64-byte line of each partial row and one
- * vector add), 1 on GPUs (groups of lanes over the partial rows, cl/backward.cl).
- * CLNORM_REDUCE_VEC=1/16 overrides (the tests run the GPU's on PoCL). */
-static inline unsigned clnorm__reduce_vec(const clnorm_device_info *info) {
-  return info->reduce_vec;
-}
 
 /* A built program and its kernel objects. A cl_kernel's arguments are not thread-safe, so a
  * call takes a kernel from the free list, sets its arguments, enqueues and puts it back. */
@@ -189,7 +188,9 @@ typedef struct clnorm_scratch {
   cl_mem mem;
   size_t bytes;
   uint64_t last_use; /* ctx->scratch_tick when last taken: the oldest idle slot is reused */
-  int busy;          /* a call is enqueueing with it */
+  /* A call is enqueueing with it: set under ctx->lock (clnorm__scratch_take), cleared without it
+   * (clnorm__scratch_give), the one field the taker writes after taking */
+  atomic_int busy;
 } clnorm_scratch;
 
 struct clnorm_ctx {
@@ -326,8 +327,8 @@ int clnorm__op_backward(clnorm_op op);
 int clnorm__op_add(clnorm_op op);
 int clnorm__op_rms(clnorm_op op);
 size_t clnorm__dtype_size(clnorm_dtype dtype);
-int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op,
-                              const clnorm_variant *v, char *why, size_t why_size);
+int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op, const clnorm_variant *v,
+                              char *why, size_t why_size);
 int clnorm__variant_call_ok(const clnorm_variant *v, size_t cols, char *why, size_t why_size);
 unsigned clnorm__call_vec(const clnorm_device_info *info, const clnorm_call *call, unsigned vec);
 void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,

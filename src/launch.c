@@ -268,18 +268,15 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
         st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
     }
     if (st == CLNORM_OK) {
-      /* GPUs (clnorm__reduce_vec() 1): a group of 256 work-items (or the device's largest power
-       * of two below) per tile of 8 columns, its lanes over the partial rows (cl/backward.cl).
-       * CPUs: a work-item per chunk of 16 columns (and the columns past the last whole chunk), 4
-       * work-items per group: a CPU pays for every group it starts and runs each as a loop. A
-       * fixed grid takes 64 groups per compute unit and strides. */
-      const size_t rvec = clnorm__reduce_vec(&ctx->info);
-      size_t local = 4, items = call->cols / rvec > 0 ? call->cols / rvec : 1;
-      if (rvec == 1) {
-        for (local = 8; local * 2 <= 256 && local * 2 <= ctx->info.max_wg;)
-          local *= 2;
+      /* GPUs (reduce_vec 1): a group of 256 work-items (or the device's largest power of two
+       * below: reduce_local) per tile of 8 columns, its lanes over the partial rows
+       * (cl/backward.cl). CPUs: a work-item per chunk of 16 columns (and the columns past the last
+       * whole chunk), 4 work-items per group: a CPU pays for every group it starts and runs each as
+       * a loop. A fixed grid takes 64 groups per compute unit and strides. */
+      const size_t rvec = ctx->info.reduce_vec;
+      size_t local = ctx->info.reduce_local, items = call->cols / rvec > 0 ? call->cols / rvec : 1;
+      if (rvec == 1)
         items = (call->cols + 7) / 8 * local; /* tiles of 8 columns, a group each */
-      }
       const size_t global =
           ctx->info.fixed_grid
               ? local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)

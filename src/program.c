@@ -40,7 +40,7 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
            "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s",
            std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->ptx_sm,
            info->raw16, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
-           clnorm__reduce_vec(info), split, (unsigned)v->stats, info->stream_stores, v->tpr,
+           info->reduce_vec, split, (unsigned)v->stats, info->stream_stores, v->tpr,
            info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");
 }
 

@@ -4,9 +4,10 @@
  * Reuse is safe because the two kernels of a call and every later call on the same in-order
  * queue run one after another: a call's kernels are done with the buffer before the next call's
  * start. So a buffer is kept only for an in-order queue, and a call takes it only while no other
- * thread is enqueueing with it (`busy`): two threads that enqueue on one queue at once would
- * interleave their kernels. Otherwise (an out-of-order queue, a busy slot, all slots busy) the call
- * gets a buffer of its own, as every call did before. The context retains each queue it keeps a
+ * thread is enqueueing with it (`busy`, taken under the context's lock, given back without it):
+ * two threads that enqueue on one queue at once would interleave their kernels. Otherwise (an
+ * out-of-order queue, a busy slot, all slots busy) the call gets a buffer of its own, as every
+ * call did before. The context retains each queue it keeps a
  * buffer for, so that a queue released and created again at the same address cannot be taken for
  * the old one while the old one's kernels may still run. */
 #include "internal.h"
@@ -24,7 +25,11 @@ static void slot_clear(clnorm_scratch *s) {
     clReleaseMemObject(s->mem);
   if (s->queue)
     clReleaseCommandQueue(s->queue);
-  *s = (clnorm_scratch){NULL, NULL, 0, 0, 0};
+  s->queue = NULL;
+  s->mem = NULL;
+  s->bytes = 0;
+  s->last_use = 0;
+  atomic_store_explicit(&s->busy, 0, memory_order_relaxed);
 }
 
 /* The slot for `queue` (taken: busy), or -1 when the call must allocate its own buffer. Under
@@ -33,15 +38,17 @@ static int slot_take(clnorm_ctx *ctx, cl_command_queue queue) {
   int free_slot = -1, oldest = -1;
   for (int i = 0; i < CLNORM_SCRATCH_SLOTS; i++) {
     clnorm_scratch *s = &ctx->scratch[i];
+    /* acquire: a slot seen idle is one its last taker no longer uses */
+    const int busy = atomic_load_explicit(&s->busy, memory_order_acquire);
     if (s->queue == queue) {
-      if (s->busy)
+      if (busy)
         return -1;
-      s->busy = 1;
+      atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
       return i;
     }
     if (!s->queue && free_slot < 0)
       free_slot = i;
-    if (s->queue && !s->busy && (oldest < 0 || s->last_use < ctx->scratch[oldest].last_use))
+    if (s->queue && !busy && (oldest < 0 || s->last_use < ctx->scratch[oldest].last_use))
       oldest = i;
   }
   const int i = free_slot >= 0 ? free_slot : oldest;
@@ -49,7 +56,7 @@ static int slot_take(clnorm_ctx *ctx, cl_command_queue queue) {
     return -1;
   slot_clear(&ctx->scratch[i]);
   ctx->scratch[i].queue = queue;
-  ctx->scratch[i].busy = 1;
+  atomic_store_explicit(&ctx->scratch[i].busy, 1, memory_order_relaxed);
   return i;
 }
 
@@ -85,19 +92,17 @@ cl_mem clnorm__scratch_take(clnorm_ctx *ctx, cl_command_queue queue, size_t byte
     mem = *err == CL_SUCCESS ? s->mem : NULL;
   }
   if (!mem) {
-    s->busy = 0;
+    atomic_store_explicit(&s->busy, 0, memory_order_relaxed);
     *slot = -1;
   }
   clnorm__mutex_unlock(&ctx->lock);
   return mem;
 }
 
+/* No lock: the taker touches nothing of the slot but this flag (release: after its enqueues). */
 void clnorm__scratch_give(clnorm_ctx *ctx, int slot) {
-  if (slot < 0)
-    return;
-  clnorm__mutex_lock(&ctx->lock);
-  ctx->scratch[slot].busy = 0;
-  clnorm__mutex_unlock(&ctx->lock);
+  if (slot >= 0)
+    atomic_store_explicit(&ctx->scratch[slot].busy, 0, memory_order_release);
 }
 
 void clnorm__scratch_free(clnorm_ctx *ctx) {

@@ -179,30 +179,6 @@ static clnorm_tuned *to_table(const clnorm_result *results, size_t count) {
   return table;
 }
 
-/* The identities stored of this device under other driver versions. */
-typedef struct others {
-  const clnorm_device_identity *self;
-  clnorm_device_identity *items;
-  size_t count;
-  int no_memory;
-} others;
-
-static int other_driver(void *user, const clnorm_device_identity *device,
-                        const clnorm_db_device_counts *counts) {
-  others *o = user;
-  if (counts->shapes == 0 || !clnorm__identity_same_device(device, o->self) ||
-      clnorm__identity_equal(device, o->self))
-    return 0;
-  clnorm_device_identity *items = realloc(o->items, (o->count + 1) * sizeof *items);
-  if (!items) {
-    o->no_memory = 1;
-    return 1;
-  }
-  o->items = items;
-  o->items[o->count++] = *device;
-  return 0;
-}
-
 static int same_shape(const clnorm_result *a, const clnorm_result *b) {
   return a->op == b->op && a->dtype == b->dtype && a->row_class == b->row_class &&
          a->cols == b->cols;
@@ -228,17 +204,20 @@ static clnorm_status read_other_drivers(clnorm_db *db, const clnorm_device_ident
                                         size_t err_size) {
   *out = NULL;
   *count = 0;
-  others o = {self, NULL, 0, 0};
-  clnorm_status st =
-      clnorm__db_devices(db, clnorm__kernel_hash(), other_driver, &o, err, err_size);
-  if (st == CLNORM_OK && o.no_memory)
-    st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
+  clnorm_device_identity *devices = NULL;
+  size_t device_count = 0;
+  clnorm_status st = clnorm__db_tuned_devices(db, clnorm__kernel_hash(), &devices, &device_count,
+                                              NULL, err, err_size);
   clnorm_result *all = NULL;
   size_t n = 0;
-  for (size_t i = 0; st == CLNORM_OK && i < o.count; i++) {
+  for (size_t i = 0; st == CLNORM_OK && i < device_count; i++) {
+    /* the identities stored of this device under other driver versions */
+    if (!clnorm__identity_same_device(&devices[i], self) ||
+        clnorm__identity_equal(&devices[i], self))
+      continue;
     clnorm_result *got = NULL;
     size_t got_n = 0;
-    st = clnorm__db_winners(db, &o.items[i], clnorm__kernel_hash(), &got, &got_n, err, err_size);
+    st = clnorm__db_winners(db, &devices[i], clnorm__kernel_hash(), &got, &got_n, err, err_size);
     clnorm_result *grown = got_n ? realloc(all, (n + got_n) * sizeof *all) : all;
     if (st == CLNORM_OK && !grown)
       st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
@@ -249,7 +228,7 @@ static clnorm_status read_other_drivers(clnorm_db *db, const clnorm_device_ident
     }
     free(got);
   }
-  free(o.items);
+  free(devices);
   if (st != CLNORM_OK || n == 0) {
     free(all);
     return st;

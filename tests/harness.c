@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "harness.h"
 
 #include "internal.h"
@@ -21,6 +22,38 @@ void harness_fail(const char *fmt, ...) {
   fflush(stdout);
   va_end(args);
   harness_failures++;
+}
+
+clnorm_call harness_call(clnorm_op op, size_t rows, size_t cols) {
+  clnorm_call call;
+  memset(&call, 0, sizeof call);
+  call.op = op;
+  call.dtype = CLNORM_F32;
+  call.rows = rows;
+  call.cols = cols;
+  call.eps = 1e-5f;
+  return call;
+}
+
+int harness_same_variant(const clnorm_variant *a, const clnorm_variant *b) {
+  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
+         a->reduce == b->reduce && a->stats == b->stats;
+}
+
+clnorm_ctx *harness_ctx_with_db(cl_context context, cl_device_id device, const char *user_db,
+                                const char *system_db) {
+  setenv("CLNORM_DB", user_db, 1);
+  if (system_db)
+    setenv("CLNORM_SYSTEM_DB", system_db, 1);
+  clnorm_ctx *ctx = NULL;
+  const clnorm_status st = clnorm_ctx_create(context, device, &ctx);
+  if (st != CLNORM_OK) {
+    harness_fail("clnorm_ctx_create (CLNORM_DB=%s, CLNORM_SYSTEM_DB=%s): %s: %s", user_db,
+                 system_db ? system_db : "unchanged", clnorm_status_string(st),
+                 clnorm_ctx_errmsg(NULL));
+    exit(1);
+  }
+  return ctx;
 }
 
 static int contains_nocase(const char *hay, const char *needle) {

@@ -19,6 +19,7 @@
  * $CLNORM_TEST_DEVICE. Exit status 0 pass, 1 fail, 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "harness.h"
 #include "internal.h"
 #include "ref.h"
 #include "tool.h"
@@ -76,14 +77,7 @@ static void close_env(env *e) {
 
 /* A context created while $CLNORM_DB names `db_path` (what clnorm_ctx_create loads). */
 static clnorm_ctx *make_ctx(env *e, const char *db_path) {
-  setenv("CLNORM_DB", db_path, 1);
-  clnorm_ctx *ctx = NULL;
-  const clnorm_status st = clnorm_ctx_create(e->context, e->dev.device, &ctx);
-  EXPECT(st == CLNORM_OK, "clnorm_ctx_create with CLNORM_DB=%s: %s: %s", db_path,
-         clnorm_status_string(st), clnorm_ctx_errmsg(NULL));
-  if (!ctx)
-    exit(1);
-  return ctx;
+  return harness_ctx_with_db(e->context, e->dev.device, db_path, NULL);
 }
 
 
@@ -95,17 +89,6 @@ static unsigned divisibility(size_t cols) {
   return d;
 }
 
-static clnorm_call make_call(clnorm_op op, size_t rows, size_t cols) {
-  clnorm_call c;
-  memset(&c, 0, sizeof c);
-  c.op = op;
-  c.dtype = CLNORM_F32;
-  c.rows = rows;
-  c.cols = cols;
-  c.eps = 1e-5f;
-  return c;
-}
-
 /* The variant as the dispatcher runs it for `call` (vector width narrowed to what the call can
  * run on the context's device). */
 static clnorm_variant effective(const clnorm_ctx *ctx, const clnorm_call *call,
@@ -114,11 +97,6 @@ static clnorm_variant effective(const clnorm_ctx *ctx, const clnorm_call *call,
   e.vec = clnorm__call_vec(&ctx->info, call, v->vec);
   e.hold = v->hold * (v->vec / e.vec);
   return e;
-}
-
-static int same_variant(const clnorm_variant *a, const clnorm_variant *b) {
-  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
-         a->reduce == b->reduce && a->stats == b->stats;
 }
 
 static cl_mem buffer(env *e, size_t bytes, const void *host) {
@@ -380,12 +358,12 @@ static int cmd_tuned(const char *path, const char *show_json) {
     clnorm_choice why = CLNORM_CHOICE_HEURISTIC;
 
     /* the tuned shape: exactly the stored winner */
-    clnorm_call call = make_call(w[i].op, rows, cols);
+    clnorm_call call = harness_call(w[i].op, rows, cols);
     clnorm_variant want = effective(ctx, &call, &w[i].variant);
     st = clnorm_choose(ctx, &call, &v, &why);
     clnorm_variant_format(&want, text, sizeof text);
     clnorm_variant_format(&v, got_text, sizeof got_text);
-    EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_TUNED && same_variant(&v, &want),
+    EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_TUNED && harness_same_variant(&v, &want),
            "%s %zu x %zu: chose %s (%s), want the tuned winner %s", op_name(w[i].op), rows, cols,
            got_text, clnorm_choice_string(why), text);
     printf("  tuned shape %s %zu x %zu: %s (%s)\n", op_name(w[i].op), rows, cols, got_text,
@@ -406,7 +384,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
       const clnorm_result *src = expected_nearest(w, n, &w[i], near_cols);
       if (!src)
         continue;
-      call = make_call(w[i].op, rows, near_cols);
+      call = harness_call(w[i].op, rows, near_cols);
       /* the winner of another cols may not fit this one (a held row too long): then the
        * dispatcher rightly falls back; look for a neighbour where it fits */
       if (!clnorm__variant_call_ok(&src->variant, near_cols, NULL, 0) ||
@@ -417,7 +395,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
       st = clnorm_choose(ctx, &call, &v, &why);
       clnorm_variant_format(&want, text, sizeof text);
       clnorm_variant_format(&v, got_text, sizeof got_text);
-      EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_NEAREST && same_variant(&v, &want),
+      EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_NEAREST && harness_same_variant(&v, &want),
              "%s %zu x %zu: chose %s (%s), want the winner of cols %llu, %s (nearest)",
              op_name(w[i].op), rows, near_cols, got_text, clnorm_choice_string(why),
              (unsigned long long)src->cols, text);
@@ -439,7 +417,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
       other_tuned |=
           w[k].op == w[i].op && w[k].dtype == w[i].dtype && w[k].row_class == other_class;
     if (!other_tuned) {
-      call = make_call(w[i].op, other_rows, cols);
+      call = harness_call(w[i].op, other_rows, cols);
       st = clnorm_choose(ctx, &call, &v, &why);
       EXPECT(st == CLNORM_OK && why != CLNORM_CHOICE_TUNED && why != CLNORM_CHOICE_NEAREST,
              "%s %zu x %zu (row class %u, none tuned): chose a %s variant", op_name(w[i].op),
@@ -471,7 +449,7 @@ static void check_untuned_calls(env *e, clnorm_ctx *ctx, const char *label) {
   static const size_t shapes[][2] = {{64, 256}, {64, 192}, {5, 768}};
   for (int op = 0; op < 2; op++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-      const clnorm_call call = make_call((clnorm_op)op, shapes[s][0], shapes[s][1]);
+      const clnorm_call call = harness_call((clnorm_op)op, shapes[s][0], shapes[s][1]);
       clnorm_choice why = CLNORM_CHOICE_TUNED;
       const clnorm_status st = clnorm_choose(ctx, &call, NULL, &why);
       EXPECT(st == CLNORM_OK && why != CLNORM_CHOICE_TUNED && why != CLNORM_CHOICE_NEAREST,

@@ -64,28 +64,12 @@ static void log_clear(void) {
   log_text[0] = '\0';
 }
 
-static int same_variant(const clnorm_variant *a, const clnorm_variant *b) {
-  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
-         a->reduce == b->reduce && a->stats == b->stats;
-}
-
-static clnorm_call shape(clnorm_op op, size_t rows, size_t cols) {
-  clnorm_call call;
-  memset(&call, 0, sizeof call);
-  call.op = op;
-  call.dtype = CLNORM_F32;
-  call.rows = rows;
-  call.cols = cols;
-  call.eps = 1e-5f;
-  return call;
-}
-
 #define ROWS 64
 #define COLS 256
 
 /* Variants of op that run ROWS x COLS here, unlike the heuristic's and each other: out[0..n). */
 static void pick_variants(clnorm_op op, clnorm_variant *out, size_t n) {
-  const clnorm_call call = shape(op, ROWS, COLS);
+  const clnorm_call call = harness_call(op, ROWS, COLS);
   clnorm_variant heuristic, all[1024];
   if (clnorm_heuristic(h.ctx, &call, &heuristic) != CLNORM_OK) {
     harness_fail("clnorm_heuristic: %s", clnorm_ctx_errmsg(h.ctx));
@@ -94,7 +78,7 @@ static void pick_variants(clnorm_op op, clnorm_variant *out, size_t n) {
   const size_t count = clnorm_variant_list(h.ctx, op, CLNORM_F32, all, 1024);
   size_t got = 0;
   for (size_t i = 0; i < count && got < n; i++)
-    if (!same_variant(&all[i], &heuristic) && COLS % all[i].vec == 0 &&
+    if (!harness_same_variant(&all[i], &heuristic) && COLS % all[i].vec == 0 &&
         clnorm_variant_check(h.ctx, &call, &all[i]) == CLNORM_OK)
       out[got++] = all[i];
   if (got < n) {
@@ -133,22 +117,13 @@ static void put(const char *path, const clnorm_device_identity *device, clnorm_o
 
 /* A context created while $CLNORM_DB and $CLNORM_SYSTEM_DB name these files ("" for none). */
 static clnorm_ctx *make_ctx(const char *user_db, const char *system_db) {
-  setenv("CLNORM_DB", user_db, 1);
-  setenv("CLNORM_SYSTEM_DB", system_db, 1);
-  clnorm_ctx *ctx = NULL;
-  const clnorm_status st = clnorm_ctx_create(h.context, h.device, &ctx);
-  if (st != CLNORM_OK) {
-    harness_fail("clnorm_ctx_create (CLNORM_DB=%s, CLNORM_SYSTEM_DB=%s): %s: %s", user_db,
-                 system_db, clnorm_status_string(st), clnorm_ctx_errmsg(NULL));
-    exit(1);
-  }
-  return ctx;
+  return harness_ctx_with_db(h.context, h.device, user_db, system_db);
 }
 
 /* The dispatcher's choice for op at rows x cols must be `why` with variant `want` (NULL: any). */
 static void expect_choice(const char *label, clnorm_ctx *ctx, clnorm_op op, size_t rows,
                           size_t cols, clnorm_choice why, const clnorm_variant *want) {
-  const clnorm_call call = shape(op, rows, cols);
+  const clnorm_call call = harness_call(op, rows, cols);
   clnorm_variant got;
   clnorm_choice got_why = CLNORM_CHOICE_FORCED;
   const clnorm_status st = clnorm_choose(ctx, &call, &got, &got_why);
@@ -156,7 +131,7 @@ static void expect_choice(const char *label, clnorm_ctx *ctx, clnorm_op op, size
   clnorm_variant_format(&got, got_text, sizeof got_text);
   if (want)
     clnorm_variant_format(want, want_text, sizeof want_text);
-  EXPECT(st == CLNORM_OK && got_why == why && (!want || same_variant(&got, want)),
+  EXPECT(st == CLNORM_OK && got_why == why && (!want || harness_same_variant(&got, want)),
          "%s: %s %zux%zu chose %s (%s), want %s (%s)%s%s", label, clnorm_op_name(op), rows, cols,
          got_text, clnorm_choice_string(got_why), want_text, clnorm_choice_string(why),
          st == CLNORM_OK ? "" : ": ", st == CLNORM_OK ? "" : clnorm_ctx_errmsg(ctx));

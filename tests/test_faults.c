@@ -109,11 +109,6 @@ static clnorm_call shape_of(const oc_case *c) {
   return call;
 }
 
-static int same_variant(const clnorm_variant *a, const clnorm_variant *b) {
-  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
-         a->reduce == b->reduce && a->stats == b->stats;
-}
-
 /* What the dispatcher would run for c's shape now. */
 static clnorm_choice chosen(clnorm_ctx *ctx, const oc_case *c, clnorm_variant *v) {
   const clnorm_call call = shape_of(c);
@@ -165,7 +160,7 @@ static void fallback_case(const char *label, const oc_case *c, const clnorm_vari
   const int before = case_failures;
   clnorm_ctx *ctx = tuned_ctx(c, v);
   clnorm_variant got;
-  EXPECT(chosen(ctx, c, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, v),
+  EXPECT(chosen(ctx, c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, v),
          "%s: the tuned variant is not what the dispatcher chooses before the fault", label);
   /* clnorm_choose built it: a build fault needs a context that has not */
   if (kind == CLNORM_FAULT_BUILD) {
@@ -191,7 +186,7 @@ static void fallback_case(const char *label, const oc_case *c, const clnorm_vari
   EXPECT(!strstr(cap.text, "failed at launch,"), "%s: the second call failed at launch again:\n%s",
          label, cap.text);
   clnorm__fault_inject(ctx, kind, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
-  EXPECT(chosen(ctx, c, &got) != CLNORM_CHOICE_TUNED || !same_variant(&got, v),
+  EXPECT(chosen(ctx, c, &got) != CLNORM_CHOICE_TUNED || !harness_same_variant(&got, v),
          "%s: the dispatcher still offers the failed variant", label);
   clnorm_ctx_destroy(ctx);
   printf("%s: %s\n", case_failures == before ? "ok  " : "FAIL", label);
@@ -346,7 +341,7 @@ static void split_cases(const oc_case *split, const clnorm_variant *t_split,
          "%s split launch: the second call tried the split kernels again", op);
   clnorm_variant got;
   clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
-  EXPECT(chosen(ctx, split, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, t_split),
+  EXPECT(chosen(ctx, split, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, t_split),
          "%s split launch: the whole-row form of the variant is no longer chosen", op);
   clnorm_ctx_destroy(ctx);
   printf("%s: %s split-row kernels fail at launch: rows run whole, the variant stays\n",
@@ -439,7 +434,7 @@ int main(void) {
                &t_fwd, CLNORM_FAULT_ENQUEUE, CL_INVALID_WORK_GROUP_SIZE, CLNORM_E_OPENCL,
                "CL_INVALID_WORK_GROUP_SIZE");
     clnorm_variant got;
-    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, &t_fwd),
+    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, &t_fwd),
            "a forced variant's launch failure was remembered");
     /* Errors of the caller's making are not retried either. */
     error_case("CL_INVALID_MEM_OBJECT at launch: CLNORM_E_OPENCL, not retried", ctx, &c, NULL,
@@ -448,7 +443,7 @@ int main(void) {
     error_case("CL_INVALID_COMMAND_QUEUE at launch: CLNORM_E_OPENCL, not retried", ctx, &c, NULL,
                CLNORM_FAULT_ENQUEUE, CL_INVALID_COMMAND_QUEUE, CLNORM_E_OPENCL,
                "CL_INVALID_COMMAND_QUEUE");
-    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, &t_fwd),
+    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, &t_fwd),
            "a non-retryable launch failure was remembered");
     clnorm_ctx_destroy(ctx);
   }
@@ -493,7 +488,7 @@ int main(void) {
     EXPECT(plain_untouched(&p), "all fail: an output was written");
     clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
     clnorm_variant got;
-    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && same_variant(&got, &t_fwd),
+    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, &t_fwd),
            "all fail: the failures were remembered");
     plain_free(&p);
     clnorm_ctx_destroy(ctx);

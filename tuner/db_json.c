@@ -1,8 +1,9 @@
-/* The tuning database's JSON export and import (normtune export / import): the JSON writer and a
- * small parser for untrusted input, over the database module's functions (src/db.h). Kept out of
- * libclnorm, which never reads or writes JSON. */
+/* The tuning database's JSON export and import (normtune export / import): the JSON writer and
+ * the checks of untrusted input (parsed by json.c), over the database module's functions
+ * (src/db.h). Kept out of libclnorm, which never reads or writes JSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "db_json.h"
+#include "json.h"
 #include "names.h"
 #include "platform.h"
 
@@ -57,25 +58,43 @@ static void export_variant(FILE *f, const clnorm_variant *v) {
   }
 }
 
+/* Begins a list's item, a result or an A/B result (after a comma unless it is the first): its shape
+ * and its variant's parameters as members. */
+static void export_item(FILE *f, size_t index, clnorm_op op, clnorm_dtype dtype, uint64_t cols,
+                        unsigned row_class, uint64_t rows, const clnorm_variant *v) {
+  fprintf(f,
+          "%s\n    {\"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
+          "\"rows\": %llu, ",
+          index ? "," : "", clnorm__op_names[op], clnorm__dtype_names[dtype],
+          (unsigned long long)cols, row_class, (unsigned long long)rows);
+  export_variant(f, v);
+}
+
+typedef struct measure {
+  const char *key;
+  double value;
+} measure;
+
+/* Members ", key: value" of times, rates and errors (null where not measured). */
+static void export_measures(FILE *f, const measure *measures, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    fprintf(f, ", \"%s\": ", measures[i].key);
+    json_double(f, measures[i].value);
+  }
+}
+
 static int export_ab(void *user, const clnorm_ab *ab) {
   exporter *x = user;
   FILE *f = x->f;
   char hash[17];
   clnorm__db_hash_text(ab->kernel_hash, hash);
-  fprintf(f,
-          "%s\n    {\"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
-          "\"rows\": %llu, ",
-          x->abs ? "," : "", clnorm__op_names[ab->op], clnorm__dtype_names[ab->dtype],
-          (unsigned long long)ab->cols, ab->row_class, (unsigned long long)ab->rows);
-  export_variant(f, &ab->candidate);
+  export_item(f, x->abs, ab->op, ab->dtype, ab->cols, ab->row_class, ab->rows, &ab->candidate);
   fputs(", \"heuristic\": {", f);
   export_variant(f, &ab->heuristic);
-  fputs("}, \"candidate_s\": ", f);
-  json_double(f, ab->candidate_s);
-  fputs(", \"heuristic_s\": ", f);
-  json_double(f, ab->heuristic_s);
-  fputs(", \"noise\": ", f);
-  json_double(f, ab->noise);
+  fputc('}', f);
+  const measure measures[] = {
+      {"candidate_s", ab->candidate_s}, {"heuristic_s", ab->heuristic_s}, {"noise", ab->noise}};
+  export_measures(f, measures, COUNT(measures));
   fprintf(f, ", \"rounds\": %u, \"kept\": \"%s\", \"measured_at\": %lld, \"kernel_hash\": \"%s\"}",
           ab->rounds, ab->kept_heuristic ? "heuristic" : "tuned", (long long)ab->measured_at, hash);
   x->abs++;
@@ -133,29 +152,11 @@ static int export_row(void *user, const clnorm_device_identity *d, const clnorm_
   }
   char hash[17];
   clnorm__db_hash_text(r->kernel_hash, hash);
-  fprintf(f,
-          "%s\n    {\"op\": \"%s\", \"dtype\": \"%s\", \"cols\": %llu, \"row_class\": %u, "
-          "\"rows\": %llu, ",
-          x->results ? "," : "", clnorm__op_names[r->op], clnorm__dtype_names[r->dtype],
-          (unsigned long long)r->cols, r->row_class, (unsigned long long)r->rows);
-  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
-    const clnorm_variant_param *p = &clnorm__variant_params[i];
-    const unsigned value = clnorm__variant_param(&r->variant, i);
-    if (p->names)
-      fprintf(f, "\"%s\": \"%s\", ", p->name, p->names[value]);
-    else
-      fprintf(f, "\"%s\": %u, ", p->name, value);
-  }
-  fprintf(f, "\"status\": \"%s\"", clnorm__outcome_names[r->outcome]);
-  const struct {
-    const char *key;
-    double value;
-  } measures[] = {
+  export_item(f, x->results, r->op, r->dtype, r->cols, r->row_class, r->rows, &r->variant);
+  fprintf(f, ", \"status\": \"%s\"", clnorm__outcome_names[r->outcome]);
+  const measure measures[] = {
       {"median_s", r->median_s}, {"min_s", r->min_s}, {"gbps", r->gbps}, {"max_err", r->max_err}};
-  for (size_t i = 0; i < COUNT(measures); i++) {
-    fprintf(f, ", \"%s\": ", measures[i].key);
-    json_double(f, measures[i].value);
-  }
+  export_measures(f, measures, COUNT(measures));
   fprintf(f, ", \"measured_at\": %lld, \"kernel_hash\": \"%s\", \"clnorm_version\": ",
           (long long)r->measured_at, hash);
   json_string(f, r->clnorm_version);
@@ -189,353 +190,6 @@ clnorm_status clnorm__db_export(clnorm_db *db, int winners_only, FILE *out, char
   return status;
 }
 
-/* Import: a small parser for untrusted input. */
-
-#define JSON_MAX_DEPTH 32
-#define JSON_MAX_STRING 65536
-#define JSON_MAX_MEMBERS 256
-#define JSON_MAX_NUMBER 400
-
-typedef enum jtype { J_NULL, J_BOOL, J_NUMBER, J_STRING, J_ARRAY, J_OBJECT } jtype;
-
-typedef struct jnode {
-  jtype type;
-  const char *key; /* member name, inside an object */
-  const char *str; /* J_STRING, NUL-terminated */
-  size_t len;
-  double num;
-  int is_int;   /* written without fraction or exponent */
-  int negative; /* J_NUMBER written with '-' */
-  int too_big;  /* an integer beyond 64 bits */
-  uint64_t magnitude;
-  struct jnode *child, *last, *next;
-  size_t count;
-} jnode;
-
-typedef struct jblock {
-  struct jblock *next;
-  size_t used, cap;
-} jblock;
-
-#define JBLOCK_HEADER ((sizeof(jblock) + 15) & ~(size_t)15)
-
-typedef struct jparser {
-  const char *s;
-  size_t len, pos;
-  jblock *blocks;
-  char *err;
-  size_t err_size;
-  int failed;
-  clnorm_status status;
-} jparser;
-
-static void *jalloc(jparser *p, size_t size) {
-  size = (size + 15) & ~(size_t)15;
-  jblock *b = p->blocks;
-  if (!b || b->cap - b->used < size) {
-    const size_t cap = size > 65536 ? size : 65536;
-    b = malloc(JBLOCK_HEADER + cap);
-    if (!b)
-      return NULL;
-    b->next = p->blocks;
-    b->used = 0;
-    b->cap = cap;
-    p->blocks = b;
-  }
-  void *mem = (char *)b + JBLOCK_HEADER + b->used;
-  b->used += size;
-  return mem;
-}
-
-static void jfree(jparser *p) {
-  while (p->blocks) {
-    jblock *next = p->blocks->next;
-    free(p->blocks);
-    p->blocks = next;
-  }
-}
-
-static void *jsyntax(jparser *p, const char *what) {
-  if (!p->failed) {
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < p->pos && i < p->len; i++) {
-      if (p->s[i] == '\n') {
-        line++;
-        col = 1;
-      } else {
-        col++;
-      }
-    }
-    p->failed = 1;
-    p->status = CLNORM_E_INVALID_ARG;
-    clnorm__db_error(CLNORM_E_INVALID_ARG, p->err, p->err_size,
-                     "import: invalid JSON at line %zu, column %zu: %s", line, col, what);
-  }
-  return NULL;
-}
-
-static void *jnomem(jparser *p) {
-  if (!p->failed) {
-    p->failed = 1;
-    p->status = CLNORM_E_NO_MEMORY;
-    clnorm__db_error(CLNORM_E_NO_MEMORY, p->err, p->err_size, "import: out of memory");
-  }
-  return NULL;
-}
-
-static void skip_space(jparser *p) {
-  while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' ||
-                             p->s[p->pos] == '\r'))
-    p->pos++;
-}
-
-static int hex4(const char *s, unsigned *out) {
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    const char c = s[i];
-    const int d = c >= '0' && c <= '9'   ? c - '0'
-                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                         : -1;
-    if (d < 0)
-      return 0;
-    v = (v << 4) | (unsigned)d;
-  }
-  *out = v;
-  return 1;
-}
-
-static size_t put_utf8(char *o, unsigned cp) {
-  if (cp < 0x80) {
-    o[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (char)(0xc0 | (cp >> 6));
-    o[1] = (char)(0x80 | (cp & 0x3f));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (char)(0xe0 | (cp >> 12));
-    o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    o[2] = (char)(0x80 | (cp & 0x3f));
-    return 3;
-  }
-  o[0] = (char)(0xf0 | (cp >> 18));
-  o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-  o[3] = (char)(0x80 | (cp & 0x3f));
-  return 4;
-}
-
-/* A string starting at the opening quote; the decoded text (never longer than the raw one). */
-static const char *parse_string(jparser *p, size_t *out_len) {
-  const size_t start = ++p->pos;
-  size_t end = start;
-  while (end < p->len && p->s[end] != '"') {
-    if (p->s[end] == '\\')
-      end++;
-    end++;
-  }
-  if (end >= p->len) {
-    p->pos = p->len;
-    return jsyntax(p, "unterminated string");
-  }
-  if (end - start > JSON_MAX_STRING)
-    return jsyntax(p, "string longer than 65536 bytes");
-  char *text = jalloc(p, end - start + 1);
-  if (!text)
-    return jnomem(p);
-  size_t n = 0;
-  while (p->pos < end) {
-    const unsigned char c = (unsigned char)p->s[p->pos];
-    if (c < 0x20)
-      return jsyntax(p, "control character in string");
-    if (c != '\\') {
-      text[n++] = (char)c;
-      p->pos++;
-      continue;
-    }
-    const char e = p->s[p->pos + 1];
-    p->pos += 2;
-    const char *simple = strchr("\"\\/bfnrt", e);
-    if (e && simple) {
-      static const char map[] = "\"\\/\b\f\n\r\t";
-      text[n++] = map[simple - "\"\\/bfnrt"];
-      continue;
-    }
-    unsigned cp, low;
-    if (e != 'u' || p->pos + 4 > end || !hex4(p->s + p->pos, &cp))
-      return jsyntax(p, "invalid escape in string");
-    p->pos += 4;
-    if (cp >= 0xd800 && cp <= 0xdbff) {
-      if (p->pos + 6 > end || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u' ||
-          !hex4(p->s + p->pos + 2, &low) || low < 0xdc00 || low > 0xdfff)
-        return jsyntax(p, "unpaired surrogate in string");
-      p->pos += 6;
-      cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-    } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-      return jsyntax(p, "unpaired surrogate in string");
-    }
-    if (cp == 0)
-      return jsyntax(p, "\\u0000 in string");
-    n += put_utf8(text + n, cp);
-  }
-  text[n] = '\0';
-  p->pos = end + 1;
-  *out_len = n;
-  return text;
-}
-
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
-static jnode *parse_number(jparser *p, jnode *node) {
-  const size_t start = p->pos;
-  size_t i = start;
-  const char *s = p->s;
-  node->type = J_NUMBER;
-  node->negative = i < p->len && s[i] == '-';
-  if (node->negative)
-    i++;
-  if (i >= p->len || !is_digit(s[i]))
-    return jsyntax(p, "invalid number");
-  if (s[i] == '0')
-    i++;
-  else
-    while (i < p->len && is_digit(s[i]))
-      i++;
-  const size_t digits_end = i;
-  node->is_int = 1;
-  if (i < p->len && s[i] == '.') {
-    node->is_int = 0;
-    if (++i >= p->len || !is_digit(s[i]))
-      return jsyntax(p, "invalid number");
-    while (i < p->len && is_digit(s[i]))
-      i++;
-  }
-  if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
-    node->is_int = 0;
-    i++;
-    if (i < p->len && (s[i] == '+' || s[i] == '-'))
-      i++;
-    if (i >= p->len || !is_digit(s[i]))
-      return jsyntax(p, "invalid number");
-    while (i < p->len && is_digit(s[i]))
-      i++;
-  }
-  if (i - start > JSON_MAX_NUMBER)
-    return jsyntax(p, "number longer than 400 characters");
-  if (node->is_int) {
-    uint64_t v = 0;
-    for (size_t k = start + node->negative; k < digits_end; k++) {
-      const unsigned d = (unsigned)(s[k] - '0');
-      if (v > (UINT64_MAX - d) / 10) {
-        node->too_big = 1;
-        break;
-      }
-      v = v * 10 + d;
-    }
-    node->magnitude = v;
-  }
-  char text[JSON_MAX_NUMBER + 1];
-  memcpy(text, s + start, i - start);
-  text[i - start] = '\0';
-  node->num = strtod(text, NULL);
-  p->pos = i;
-  return node;
-}
-
-static jnode *parse_value(jparser *p, int depth);
-
-static jnode *parse_container(jparser *p, jnode *node, int depth) {
-  const int object = p->s[p->pos] == '{';
-  const char close = object ? '}' : ']';
-  node->type = object ? J_OBJECT : J_ARRAY;
-  p->pos++;
-  skip_space(p);
-  if (p->pos < p->len && p->s[p->pos] == close) {
-    p->pos++;
-    return node;
-  }
-  for (;;) {
-    const char *key = NULL;
-    if (object) {
-      skip_space(p);
-      if (p->pos >= p->len || p->s[p->pos] != '"')
-        return jsyntax(p, "expected a member name in quotes");
-      size_t key_len;
-      if (!(key = parse_string(p, &key_len)))
-        return NULL;
-      if (node->count >= JSON_MAX_MEMBERS)
-        return jsyntax(p, "more than 256 members in one object");
-      for (const jnode *k = node->child; k; k = k->next)
-        if (strcmp(k->key, key) == 0)
-          return jsyntax(p, "duplicate member name");
-      skip_space(p);
-      if (p->pos >= p->len || p->s[p->pos] != ':')
-        return jsyntax(p, "expected ':' after a member name");
-      p->pos++;
-    }
-    jnode *child = parse_value(p, depth + 1);
-    if (!child)
-      return NULL;
-    child->key = key;
-    if (node->last)
-      node->last->next = child;
-    else
-      node->child = child;
-    node->last = child;
-    node->count++;
-    skip_space(p);
-    if (p->pos < p->len && p->s[p->pos] == ',') {
-      p->pos++;
-      continue;
-    }
-    if (p->pos < p->len && p->s[p->pos] == close) {
-      p->pos++;
-      return node;
-    }
-    return jsyntax(p, object ? "expected ',' or '}'" : "expected ',' or ']'");
-  }
-}
-
-static jnode *parse_value(jparser *p, int depth) {
-  skip_space(p);
-  if (p->pos >= p->len)
-    return jsyntax(p, "unexpected end of input");
-  if (depth > JSON_MAX_DEPTH)
-    return jsyntax(p, "nested more than 32 levels deep");
-  jnode *node = jalloc(p, sizeof *node);
-  if (!node)
-    return jnomem(p);
-  memset(node, 0, sizeof *node);
-  const char c = p->s[p->pos];
-  if (c == '{' || c == '[')
-    return parse_container(p, node, depth);
-  if (c == '"') {
-    node->type = J_STRING;
-    node->str = parse_string(p, &node->len);
-    return node->str ? node : NULL;
-  }
-  if (c == '-' || is_digit(c))
-    return parse_number(p, node);
-  static const struct {
-    const char *word;
-    jtype type;
-    int truth;
-  } words[] = {{"null", J_NULL, 0}, {"true", J_BOOL, 1}, {"false", J_BOOL, 0}};
-  for (size_t i = 0; i < COUNT(words); i++) {
-    const size_t n = strlen(words[i].word);
-    if (p->len - p->pos >= n && memcmp(p->s + p->pos, words[i].word, n) == 0) {
-      p->pos += n;
-      node->type = words[i].type;
-      node->magnitude = (uint64_t)words[i].truth;
-      return node;
-    }
-  }
-  return jsyntax(p, "unexpected character");
-}
-
 /* Checks members of one JSON object; the first problem is kept in err, prefixed by `where`. */
 typedef struct checker {
   const char *where;
@@ -566,19 +220,18 @@ static int bad(checker *c, const char *key, const char *fmt, ...) {
 }
 
 static const jnode *member(checker *c, const jnode *obj, const char *key, jtype type) {
-  for (const jnode *m = obj->child; m; m = m->next) {
-    if (strcmp(m->key, key) != 0)
-      continue;
-    if (m->type != type) {
-      static const char *const wanted[] = {"null",     "a boolean", "a number",
-                                           "a string", "an array",  "an object"};
-      bad(c, key, "expected %s, got %s", wanted[type], type_name(m));
-      return NULL;
-    }
-    return m;
+  const jnode *m = json_find(obj, key);
+  if (!m) {
+    bad(c, key, "missing");
+    return NULL;
   }
-  bad(c, key, "missing");
-  return NULL;
+  if (m->type != type) {
+    static const char *const wanted[] = {"null",     "a boolean", "a number",
+                                         "a string", "an array",  "an object"};
+    bad(c, key, "expected %s, got %s", wanted[type], type_name(m));
+    return NULL;
+  }
+  return m;
 }
 
 static int get_uint(checker *c, const jnode *obj, const char *key, uint64_t min, uint64_t max,
@@ -628,21 +281,19 @@ static int get_name(checker *c, const jnode *obj, const char *key, const char *c
 
 /* A time, rate or error: a number >= 0, or null for "not measured". */
 static int get_measure(checker *c, const jnode *obj, const char *key, double *out) {
-  for (const jnode *m = obj->child; m; m = m->next) {
-    if (strcmp(m->key, key) != 0)
-      continue;
-    if (m->type == J_NULL) {
-      *out = NAN;
-      return 1;
-    }
-    if (m->type != J_NUMBER)
-      return bad(c, key, "expected a number or null, got %s", type_name(m));
-    if (!isfinite(m->num) || m->num < 0)
-      return bad(c, key, "out of range (a finite number >= 0)");
-    *out = m->num;
+  const jnode *m = json_find(obj, key);
+  if (!m)
+    return bad(c, key, "missing");
+  if (m->type == J_NULL) {
+    *out = NAN;
     return 1;
   }
-  return bad(c, key, "missing");
+  if (m->type != J_NUMBER)
+    return bad(c, key, "expected a number or null, got %s", type_name(m));
+  if (!isfinite(m->num) || m->num < 0)
+    return bad(c, key, "out of range (a finite number >= 0)");
+  *out = m->num;
+  return 1;
 }
 
 static int read_device(checker *c, const jnode *obj, clnorm_device_identity *d) {
@@ -680,35 +331,50 @@ static int get_variant(checker *c, const jnode *obj, clnorm_variant *v) {
   return 1;
 }
 
+/* The shape of a result or an A/B result: op, dtype, cols, row class and rows. */
+static int get_shape(checker *c, const jnode *obj, clnorm_op *op, clnorm_dtype *dtype,
+                     uint64_t *cols, unsigned *row_class, uint64_t *rows) {
+  int op_i, dtype_i;
+  uint64_t row_class_u;
+  if (!get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op_i) ||
+      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype_i) ||
+      !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, cols) ||
+      !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class_u) ||
+      !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, rows))
+    return 0;
+  *op = (clnorm_op)op_i;
+  *dtype = (clnorm_dtype)dtype_i;
+  *row_class = (unsigned)row_class_u;
+  return 1;
+}
+
+/* "kernel_hash": 16 hexadecimal digits. */
+static int get_hash(checker *c, const jnode *obj, uint64_t *out) {
+  char hash[32];
+  if (!get_text(c, obj, "kernel_hash", hash, 17))
+    return 0;
+  if (strlen(hash) != 16 || !clnorm__db_parse_hash(hash, out))
+    return bad(c, "kernel_hash", "expected 16 hexadecimal digits");
+  return 1;
+}
+
 static int read_result(checker *c, const jnode *obj, clnorm_result *r) {
   memset(r, 0, sizeof *r);
   if (obj->type != J_OBJECT)
     return bad(c, NULL, "expected an object, got %s", type_name(obj));
-  uint64_t cols, row_class, rows, measured_at;
-  int op, dtype, outcome;
-  char hash[32];
-  if (!get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op) ||
-      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype) ||
-      !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, &cols) ||
-      !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class) ||
-      !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, &rows) ||
+  uint64_t measured_at;
+  int outcome;
+  if (!get_shape(c, obj, &r->op, &r->dtype, &r->cols, &r->row_class, &r->rows) ||
       !get_variant(c, obj, &r->variant) ||
       !get_name(c, obj, "status", clnorm__outcome_names, COUNT(clnorm__outcome_names), &outcome) ||
       !get_measure(c, obj, "median_s", &r->median_s) || !get_measure(c, obj, "min_s", &r->min_s) ||
       !get_measure(c, obj, "gbps", &r->gbps) || !get_measure(c, obj, "max_err", &r->max_err) ||
       !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||
-      !get_text(c, obj, "kernel_hash", hash, 17) ||
+      !get_hash(c, obj, &r->kernel_hash) ||
       !get_text(c, obj, "clnorm_version", r->clnorm_version, sizeof r->clnorm_version))
     return 0;
-  if (strlen(hash) != 16 || !clnorm__db_parse_hash(hash, &r->kernel_hash))
-    return bad(c, "kernel_hash", "expected 16 hexadecimal digits");
   if (!r->clnorm_version[0])
     return bad(c, "clnorm_version", "empty");
-  r->op = (clnorm_op)op;
-  r->dtype = (clnorm_dtype)dtype;
-  r->cols = cols;
-  r->row_class = (unsigned)row_class;
-  r->rows = rows;
   r->outcome = (clnorm_outcome)outcome;
   r->measured_at = (int64_t)measured_at;
   char reason[160];
@@ -728,31 +394,19 @@ static int read_ab(checker *c, const jnode *obj, clnorm_ab *ab) {
   memset(ab, 0, sizeof *ab);
   if (obj->type != J_OBJECT)
     return bad(c, NULL, "expected an object, got %s", type_name(obj));
-  uint64_t cols, row_class, rows, rounds, measured_at;
-  int op, dtype, kept;
-  char hash[32];
+  uint64_t rounds, measured_at;
+  int kept;
   static const char *const verdicts[] = {"tuned", "heuristic"};
   const jnode *heur = member(c, obj, "heuristic", J_OBJECT);
-  if (!heur || !get_name(c, obj, "op", clnorm__op_names, COUNT(clnorm__op_names), &op) ||
-      !get_name(c, obj, "dtype", clnorm__dtype_names, COUNT(clnorm__dtype_names), &dtype) ||
-      !get_uint(c, obj, "cols", 1, CLNORM_DB_MAX_COLS, &cols) ||
-      !get_uint(c, obj, "row_class", 0, CLNORM_DB_MAX_ROW_CLASS, &row_class) ||
-      !get_uint(c, obj, "rows", 0, CLNORM_DB_MAX_ROWS, &rows) ||
+  if (!heur || !get_shape(c, obj, &ab->op, &ab->dtype, &ab->cols, &ab->row_class, &ab->rows) ||
       !get_variant(c, obj, &ab->candidate) || !get_variant(c, heur, &ab->heuristic) ||
       !get_measure(c, obj, "candidate_s", &ab->candidate_s) ||
       !get_measure(c, obj, "heuristic_s", &ab->heuristic_s) ||
       !get_measure(c, obj, "noise", &ab->noise) || !get_uint(c, obj, "rounds", 0, 1000, &rounds) ||
       !get_name(c, obj, "kept", verdicts, COUNT(verdicts), &kept) ||
       !get_uint(c, obj, "measured_at", 1, INT64_MAX, &measured_at) ||
-      !get_text(c, obj, "kernel_hash", hash, 17))
+      !get_hash(c, obj, &ab->kernel_hash))
     return 0;
-  if (strlen(hash) != 16 || !clnorm__db_parse_hash(hash, &ab->kernel_hash))
-    return bad(c, "kernel_hash", "expected 16 hexadecimal digits");
-  ab->op = (clnorm_op)op;
-  ab->dtype = (clnorm_dtype)dtype;
-  ab->cols = cols;
-  ab->row_class = (unsigned)row_class;
-  ab->rows = rows;
   ab->rounds = (unsigned)rounds;
   ab->kept_heuristic = kept;
   ab->measured_at = (int64_t)measured_at;
@@ -788,13 +442,11 @@ static clnorm_status read_document(const jnode *root, clnorm_device_identity **d
   if (!list)
     return CLNORM_E_INVALID_ARG;
   size_t total = 0, total_ab = 0;
-  for (const jnode *d = list->child; d; d = d->next)
-    for (const jnode *m = d->type == J_OBJECT ? d->child : NULL; m; m = m->next) {
-      if (strcmp(m->key, "results") == 0 && m->type == J_ARRAY)
-        total += m->count;
-      if (strcmp(m->key, "ab") == 0 && m->type == J_ARRAY)
-        total_ab += m->count;
-    }
+  for (const jnode *d = list->child; d; d = d->next) {
+    const jnode *results = json_find(d, "results"), *ab = json_find(d, "ab");
+    total += results && results->type == J_ARRAY ? results->count : 0;
+    total_ab += ab && ab->type == J_ARRAY ? ab->count : 0;
+  }
   clnorm_device_identity *devices = calloc(list->count ? list->count : 1, sizeof *devices);
   clnorm_db_import_row *rows = calloc(total ? total : 1, sizeof *rows);
   import_ab *abs = calloc(total_ab ? total_ab : 1, sizeof *abs);
@@ -825,10 +477,7 @@ static clnorm_status read_document(const jnode *root, clnorm_device_identity **d
       rows[ri++].device = di;
     }
     /* "ab" (exports of schema 4 on) is optional: older exports have none */
-    const jnode *list_ab = NULL;
-    for (const jnode *m = d->type == J_OBJECT ? d->child : NULL; m; m = m->next)
-      if (strcmp(m->key, "ab") == 0)
-        list_ab = m;
+    const jnode *list_ab = json_find(d, "ab");
     if (list_ab && list_ab->type != J_ARRAY) {
       snprintf(where, sizeof where, "devices[%zu]", di);
       bad(&c, "ab", "expected an array, got %s", type_name(list_ab));
@@ -864,9 +513,7 @@ typedef struct ab_newer {
 static int newer_ab(void *user, const clnorm_ab *stored) {
   ab_newer *n = user;
   const clnorm_ab *ab = n->ab;
-  if (stored->op == ab->op && stored->dtype == ab->dtype && stored->cols == ab->cols &&
-      stored->row_class == ab->row_class && stored->rows == ab->rows &&
-      stored->measured_at >= ab->measured_at)
+  if (clnorm__db_ab_same_shape(stored, ab) && stored->measured_at >= ab->measured_at)
     n->newer = 0;
   return 0;
 }
@@ -884,30 +531,20 @@ clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, siz
     return clnorm__db_error(CLNORM_E_DB, err, err_size,
                             "tuning database '%s' was opened for reading: cannot import",
                             clnorm__db_path(db));
-  jparser p = {text ? text : "", len, 0, NULL, err, err_size, 0, CLNORM_OK};
-  /* a UTF-8 byte order mark is not JSON, but editors write one */
-  if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
-    p.pos = 3;
+  json_tree tree;
   /* JSON numbers use '.' whatever the application's locale says */
   void *numbers = clnorm__c_numbers_begin();
-  const jnode *root = parse_value(&p, 1);
+  clnorm_status status = json_parse(text, len, &tree, err, err_size);
   clnorm__c_numbers_end(numbers);
-  if (root) {
-    skip_space(&p);
-    if (p.pos < p.len)
-      root = jsyntax(&p, "text after the end of the document");
-  }
-  if (!root) {
-    jfree(&p);
-    return p.status;
-  }
+  if (status != CLNORM_OK)
+    return status;
   clnorm_device_identity *devices = NULL;
   clnorm_db_import_row *rows = NULL;
   import_ab *abs = NULL;
   size_t device_count = 0, row_count = 0, ab_count = 0;
-  clnorm_status status = read_document(root, &devices, &device_count, &rows, &row_count, &abs,
-                                       &ab_count, err, err_size);
-  jfree(&p);
+  status = read_document(tree.root, &devices, &device_count, &rows, &row_count, &abs, &ab_count,
+                         err, err_size);
+  json_free(&tree);
   if (status == CLNORM_OK)
     status = clnorm__db_import_rows(db, devices, device_count, rows, row_count, imported, kept, err,
                                     err_size);

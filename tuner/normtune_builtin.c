@@ -83,35 +83,19 @@ static void read_archs(generator *g, const char *path) {
   fclose(f);
 }
 
-typedef struct device_list {
-  clnorm_device_identity *items;
-  size_t count;
-  size_t other_kernels;
-} device_list;
-
-static int list_device(void *user, const clnorm_device_identity *device,
-                       const clnorm_db_device_counts *counts) {
-  device_list *l = user;
-  l->other_kernels += counts->results - counts->current;
-  if (counts->shapes == 0)
-    return 0;
-  l->items = realloc(l->items, (l->count + 1) * sizeof *l->items);
-  if (!l->items)
-    die(1, "out of memory");
-  l->items[l->count++] = *device;
-  return 0;
-}
-
 /* Every device's winners of this build's kernels in db. */
 static void collect(generator *g, clnorm_db *db) {
   char err[1024];
-  device_list l = {NULL, 0, 0};
+  clnorm_device_identity *devices = NULL;
+  size_t count = 0;
+  uint64_t other_kernels = 0;
   const uint64_t hash = clnorm__kernel_hash();
-  if (clnorm__db_devices(db, hash, list_device, &l, err, sizeof err) != CLNORM_OK)
+  if (clnorm__db_tuned_devices(db, hash, &devices, &count, &other_kernels, err, sizeof err) !=
+      CLNORM_OK)
     die(1, "%s: %s", g->input, err);
-  g->other_kernels += l.other_kernels;
-  for (size_t i = 0; i < l.count; i++) {
-    const clnorm_device_identity *d = &l.items[i];
+  g->other_kernels += other_kernels;
+  for (size_t i = 0; i < count; i++) {
+    const clnorm_device_identity *d = &devices[i];
     clnorm_result *won = NULL;
     size_t n = 0;
     if (clnorm__db_winners(db, d, hash, &won, &n, err, sizeof err) != CLNORM_OK)
@@ -136,7 +120,7 @@ static void collect(generator *g, clnorm_db *db) {
     }
     free(won);
   }
-  free(l.items);
+  free(devices);
 }
 
 static int ends_with(const char *s, const char *tail) {

@@ -380,9 +380,7 @@ typedef struct ab_find {
 static int find_ab(void *user, const clnorm_ab *ab) {
   ab_find *f = user;
   const clnorm_ab *k = f->key;
-  if (ab->op == k->op && ab->dtype == k->dtype && ab->cols == k->cols &&
-      ab->row_class == k->row_class && ab->rows == k->rows &&
-      differences(&ab->candidate, &k->candidate) == 0 &&
+  if (clnorm__db_ab_same_shape(ab, k) && differences(&ab->candidate, &k->candidate) == 0 &&
       differences(&ab->heuristic, &k->heuristic) == 0) {
     f->found = *ab;
     f->hit = 1;

@@ -201,51 +201,42 @@ int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_con
   return 0;
 }
 
+/* The profiling times (ns) that profile() reads. */
+enum { FIRST_START, FIRST_END, LAST_START, LAST_END, TIMES };
+
+/* Waits for last, reads the start and end of first (NULL: of last) and of last into t, and
+ * releases a reference to each: 0 where a call failed. */
+static int profile(cl_event first, cl_event last, cl_ulong t[TIMES]) {
+  static const cl_profiling_info which[2] = {CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
+  cl_int e = clWaitForEvents(1, &last);
+  for (int i = 0; i < TIMES && e == CL_SUCCESS; i++)
+    e = clGetEventProfilingInfo(i < LAST_START && first ? first : last, which[i % 2], sizeof t[i],
+                                &t[i], NULL);
+  if (first)
+    clReleaseEvent(first);
+  clReleaseEvent(last);
+  return e == CL_SUCCESS;
+}
+
 double tool_event_seconds(cl_event event) {
-  cl_ulong start = 0, end = 0;
-  cl_int e = clWaitForEvents(1, &event);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
-  clReleaseEvent(event);
-  return e == CL_SUCCESS ? (double)(end - start) * 1e-9 : -1.0;
+  cl_ulong t[TIMES] = {0};
+  return profile(NULL, event, t) ? (double)(t[LAST_END] - t[LAST_START]) * 1e-9 : -1.0;
 }
 
 double tool_span_seconds(cl_event first, cl_event last, double *last_own) {
-  cl_ulong first_end = 0, start = 0, end = 0;
-  cl_int e = clWaitForEvents(1, &last);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_END, sizeof first_end, &first_end,
-                                NULL);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
-  clReleaseEvent(first);
-  clReleaseEvent(last);
-  if (e != CL_SUCCESS || end < first_end || end < start)
+  cl_ulong t[TIMES] = {0};
+  if (!profile(first, last, t) || t[LAST_END] < t[FIRST_END] || t[LAST_END] < t[LAST_START])
     return -1.0;
   if (last_own)
-    *last_own = (double)(end - start) * 1e-9;
-  return (double)(end - first_end) * 1e-9;
+    *last_own = (double)(t[LAST_END] - t[LAST_START]) * 1e-9;
+  return (double)(t[LAST_END] - t[FIRST_END]) * 1e-9;
 }
 
 double tool_call_seconds(cl_event first, cl_event last) {
-  cl_ulong start = 0, end = 0, last_start = 0;
-  cl_int e = clWaitForEvents(1, &last);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_START, sizeof last_start, &last_start,
-                                NULL);
-  if (e == CL_SUCCESS)
-    e = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
-  clReleaseEvent(first);
-  clReleaseEvent(last);
-  if (e != CL_SUCCESS || end < last_start || last_start < start)
+  cl_ulong t[TIMES] = {0};
+  if (!profile(first, last, t) || t[LAST_END] < t[LAST_START] || t[LAST_START] < t[FIRST_START])
     return -1.0;
-  return (double)(end - start) * 1e-9;
+  return (double)(t[LAST_END] - t[FIRST_START]) * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b) {
