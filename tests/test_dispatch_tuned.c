@@ -288,7 +288,7 @@ static const clnorm_result *expected_nearest(const clnorm_result *w, size_t n,
       hi = &w[i];
   }
   if (lo && hi) {
-    if (!same_variant(&lo->variant, &hi->variant))
+    if (!harness_same_variant(&lo->variant, &hi->variant))
       return NULL;
     return (double)cols / (double)lo->cols <= (double)hi->cols / (double)cols ? lo : hi;
   }

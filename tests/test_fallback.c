@@ -369,7 +369,7 @@ static void pick_unheld(clnorm_op op, const size_t *cols, size_t ncols, clnorm_v
   for (size_t i = 0; i < count && got < n; i++) {
     int ok = all[i].hold == 0;
     for (size_t c = 0; c < ncols && ok; c++) {
-      const clnorm_call call = shape(op, ROWS, cols[c]);
+      const clnorm_call call = harness_call(op, ROWS, cols[c]);
       ok = cols[c] % all[i].vec == 0 && clnorm_variant_check(h.ctx, &call, &all[i]) == CLNORM_OK;
     }
     if (ok)
