@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
   char err[512];
   tool_copy_kind kind;
   const double copy = tool_copy_gbps(context, queue, dev.device, (size_t)256 << 20,
-                                     clnorm__ctx_stream_stores(ctx), &kind, err, sizeof err);
+                                     clnorm__ctx_stream_stores(ctx), &kind, NULL, err, sizeof err);
   if (copy <= 0) {
     fprintf(stderr, "variant_ab: %s\n", err);
     return 1;

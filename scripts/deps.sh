@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what clnorm needs to build and test on Debian or Ubuntu: a C compiler, CMake, the
-# OpenCL headers and ICD loader, PoCL (OpenCL on the CPU, so there is always a device), SQLite,
-# clinfo, and the tools of the checks (Oclgrind, Valgrind, clang with libFuzzer). Does nothing
-# when all of it is installed already.
+# OpenCL headers and ICD loader, PoCL (OpenCL on the CPU, so there is always a device), Mesa's
+# Rusticl (a second OpenCL implementation, on the CPU too), SQLite, clinfo, and the tools of the
+# checks (Oclgrind, Valgrind, clang with libFuzzer). Does nothing when all of it is installed
+# already.
 #   bash scripts/deps.sh               # all of the above
 #   bash scripts/deps.sh PACKAGE...    # these Debian packages instead (scripts/check_mingw.sh)
 # CLNORM_NO_DEPS=1: install nothing (a machine without a package registry, such as the GPU
@@ -11,6 +12,7 @@ set -euo pipefail
 [ "${CLNORM_NO_DEPS:-0}" = 1 ] && exit 0
 packages=(build-essential cmake ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
           libsqlite3-dev sqlite3 pkg-config python3
+          mesa-opencl-icd # Mesa's Rusticl: the llvmpipe device of the `rusticl` tests
           oclgrind valgrind # tests/oclgrind.sh (the kernels under a simulator), check_tools.sh
           clang libclang-rt-dev) # scripts/fuzz.sh: libFuzzer (Debian 12: in libclang-rt-dev)
 if [ $# -gt 0 ]; then

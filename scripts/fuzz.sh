@@ -15,6 +15,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bash scripts/deps.sh || exit 1
+# PoCL alone under the tools: with mesa-opencl-icd installed (scripts/deps.sh, for the Rusticl
+# tests) the loader would start Mesa's Rusticl and Clover in every process, and Rusticl leaks at
+# start-up (72 bytes from load_screens in clGetPlatformIDs, valgrind 2026-11-26).
+if [ -z "${OCL_ICD_VENDORS:-}" ] && [ -f /etc/OpenCL/vendors/pocl.icd ]; then
+  export OCL_ICD_VENDORS=/etc/OpenCL/vendors/pocl.icd
+fi
 seconds=${FUZZ_SECONDS:-30}
 dir=${FUZZ_DIR:-$root/build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}

@@ -95,8 +95,6 @@ static void parse_options(int argc, char **argv, options *o) {
   }
 }
 
-
-
 /* Everything one run of the demo holds on the device. */
 typedef struct demo {
   tool_device dev;
@@ -111,6 +109,7 @@ typedef struct demo {
   cl_mem *copy_src, *copy_dst; /* `copy_pairs` of each */
   cl_kernel copy_kernel;
   tool_copy_kind copy_kind; /* the fastest copy kernel on this device (tool_copy_gbps) */
+  tool_clock clock;         /* profiling events, or the wall clock where they are implausible */
 } demo;
 
 /* One row of the table: an op as the dispatcher runs it, or the heuristic's variant forced. */
@@ -123,7 +122,7 @@ typedef struct result {
   const char *why;
   double y_err, mean_err, rstd_err;
   int passed;
-  double times[MAX_RUNS];
+  double times[MAX_RUNS], walls[MAX_RUNS]; /* walls: enqueue to completion */
   size_t runs;
   double median_s, gbps;
 } result;
@@ -241,7 +240,7 @@ static void demo_open(demo *d, const options *o) {
   char copy_err[256];
   if (tool_copy_gbps(d->context, d->queue, d->dev.device,
                      d->copy_bytes < MIN_COPY_BYTES ? d->copy_bytes : MIN_COPY_BYTES,
-                     clnorm__ctx_stream_stores(d->ctx), &d->copy_kind, copy_err,
+                     clnorm__ctx_stream_stores(d->ctx), &d->copy_kind, &d->clock, copy_err,
                      sizeof copy_err) <= 0)
     die(1, "%s", copy_err);
   d->copy_kernel = tool_copy_kernel(d->context, d->dev.device, d->copy_kind, &err_cl);
@@ -372,60 +371,93 @@ static void check_op(demo *d, result *res) {
   free(rstd);
 }
 
+/* Seconds of one run, by its event or by the wall clock from start; *wall the wall time. A
+ * failed event (tool_profiling_error's code) returns negative. */
+static double seconds_of(demo *d, cl_event event, double start, double *wall) {
+  double t;
+  if (d->clock.wall) {
+    check_cl(clWaitForEvents(1, &event), "clWaitForEvents");
+    clReleaseEvent(event);
+    t = tool_now() - start;
+  } else {
+    t = tool_event_seconds(event);
+  }
+  *wall = tool_now() - start;
+  return t;
+}
+
 /* Seconds of one copy over copy pair `pair`. */
-static double time_copy(demo *d, size_t pair) {
+static double time_copy(demo *d, size_t pair, double *wall) {
   const size_t vectors = d->copy_bytes / (4 * d->copy_kind.width);
   check_cl(clSetKernelArg(d->copy_kernel, 0, sizeof(cl_mem), &d->copy_src[pair]), "clSetKernelArg");
   check_cl(clSetKernelArg(d->copy_kernel, 1, sizeof(cl_mem), &d->copy_dst[pair]), "clSetKernelArg");
   cl_event event;
+  const double start = tool_now();
   check_cl(
       clEnqueueNDRangeKernel(d->queue, d->copy_kernel, 1, NULL, &vectors, NULL, 0, NULL, &event),
       "clEnqueueNDRangeKernel(copy4)");
-  const double t = tool_event_seconds(event);
-  if (t <= 0)
-    die(1, "copy: reading the profiling event failed");
-  return t;
+  return seconds_of(d, event, start, wall);
 }
 
 /* Seconds of one run of `res`'s op over pair `pair`. */
-static double time_op(demo *d, result *res, size_t pair) {
+static double time_op(demo *d, result *res, size_t pair, double *wall) {
   const clnorm_call call = make_call(d, res->kind, pair);
   cl_event event;
+  const double start = tool_now();
   const clnorm_status st = run_op(d, &call, res->forced ? &res->variant : NULL, &event);
   if (st != CLNORM_OK)
     die(1, "%s: %s: %s", res->op, clnorm_status_string(st), clnorm_ctx_errmsg(d->ctx));
-  const double t = tool_event_seconds(event);
-  if (t <= 0)
-    die(1, "%s: reading the profiling event failed", res->op);
-  return t;
+  return seconds_of(d, event, start, wall);
 }
 
 /* Rounds of: every op once, then the copy once, each on the next buffer pair in rotation and each
- * timed by its own profiling event; the first rounds warm up. Medians; GB/s from the bytes each
- * moves. */
-static void time_all(demo *d, result *res, size_t n, result *copy) {
+ * timed by its own profiling event (or the wall clock); the first rounds warm up. Medians; GB/s
+ * from the bytes each moves. 0 with the reason in why when an event fails or a median fails
+ * tool_time_plausible. */
+static int time_all(demo *d, result *res, size_t n, result *copy, char *why, size_t why_size) {
   const double start = tool_now();
   size_t next = 0; /* consecutive runs take different pairs: no run reads what the last wrote */
+  copy->runs = 0;
+  for (size_t i = 0; i < n; i++)
+    res[i].runs = 0;
   for (size_t round = 0; round < WARMUP_RUNS + MAX_RUNS; round++) {
     const int keep = round >= WARMUP_RUNS;
-    for (size_t i = 0; i < n; i++) {
-      const double t = time_op(d, &res[i], next++ % d->pairs);
-      if (keep)
-        res[i].times[res[i].runs++] = t;
+    for (size_t i = 0; i < n + 1; i++) {
+      result *r = i < n ? &res[i] : copy;
+      double wall;
+      const double t = i < n ? time_op(d, r, next++ % d->pairs, &wall)
+                             : time_copy(d, round % d->copy_pairs, &wall);
+      if (t < 0) {
+        snprintf(why, why_size, "%s (%s)", tool_profiling_error(t), r->op);
+        return 0;
+      }
+      if (keep) {
+        r->walls[r->runs] = wall;
+        r->times[r->runs++] = t;
+      }
     }
-    const double t = time_copy(d, round % d->copy_pairs);
-    if (keep)
-      copy->times[copy->runs++] = t;
     if (copy->runs >= MIN_RUNS && tool_now() - start > TIME_BUDGET_S)
       break;
   }
-  for (size_t i = 0; i < n; i++) {
-    const clnorm_call c = make_call(d, res[i].kind, 0);
-    res[i].median_s = tool_median(res[i].times, res[i].runs);
-    res[i].gbps = tool_op_bytes(&c) / res[i].median_s / 1e9;
-  }
   copy->median_s = tool_median(copy->times, copy->runs);
   copy->gbps = 2.0 * (double)d->copy_bytes / copy->median_s / 1e9;
+  for (size_t i = 0; i < n + 1; i++) {
+    result *r = i < n ? &res[i] : copy;
+    double bytes = 2.0 * (double)d->copy_bytes;
+    if (i < n) {
+      const clnorm_call c = make_call(d, r->kind, 0);
+      bytes = tool_op_bytes(&c);
+    }
+    r->median_s = tool_median(r->times, r->runs);
+    r->gbps = bytes / r->median_s / 1e9;
+    char what[256];
+    if (!d->clock.wall && !tool_time_plausible(r->median_s, tool_median(r->walls, r->runs), bytes,
+                                               i < n ? copy->gbps : 0.0, what, sizeof what)) {
+      snprintf(why, why_size, "%s (%s)", what, r->op);
+      return 0;
+    }
+  }
+  return 1;
 }
 
 /* The variant for `kind` (the dispatcher's choice, or the heuristic's forced), and the check. */
@@ -463,7 +495,14 @@ int main(int argc, char **argv) {
     if (strcmp(results[n++].why, "heuristic") != 0)
       prepare(&d, ops[i], 1, &results[n++]);
   }
-  time_all(&d, results, n, &copy);
+  copy.op = "copy";
+  char why[320];
+  if (!time_all(&d, results, n, &copy, why, sizeof why)) {
+    /* implausible events: every op and the copy again, by the wall clock */
+    tool_clock_fall_back(&d.clock, why);
+    if (!time_all(&d, results, n, &copy, why, sizeof why))
+      die(1, "timing by the wall clock failed: %s", why);
+  }
   const double copy_gbps = copy.gbps;
   int failed = 0;
   for (size_t i = 0; i < n; i++)
@@ -480,9 +519,9 @@ int main(int argc, char **argv) {
       tool_json_string(d.dev.platform_name);
       printf(", \"dtype\": \"f32\", \"rows\": %zu, \"cols\": %zu, \"variant\": \"%s\", "
              "\"why\": \"%s\", \"runs\": %zu, \"median_us\": %.2f, \"gbps\": %.2f, "
-             "\"copy_gbps\": %.2f, \"ratio\": %.3f, \"y_err\": %.3g, ",
+             "\"copy_gbps\": %.2f, \"ratio\": %.3f, \"clock\": \"%s\", \"y_err\": %.3g, ",
              d.rows, d.cols, r->variant_text, r->why, r->runs, r->median_s * 1e6, r->gbps,
-             copy_gbps, r->gbps / copy_gbps, r->y_err);
+             copy_gbps, r->gbps / copy_gbps, tool_clock_name(&d.clock), r->y_err);
       if (r->kind == CLNORM_OP_LAYERNORM)
         printf("\"mean_err\": %.3g, ", r->mean_err);
       printf("\"rstd_err\": %.3g, \"tolerance\": %g, \"check\": \"%s\"}\n", r->rstd_err, TOLERANCE,
@@ -493,8 +532,10 @@ int main(int argc, char **argv) {
     printf(", \"platform\": ");
     tool_json_string(d.dev.platform_name);
     printf(", \"bytes\": %zu, \"runs\": %zu, \"median_us\": %.2f, \"gbps\": %.2f, "
-           "\"ratio\": 1.000}\n",
-           d.copy_bytes, copy.runs, copy.median_s * 1e6, copy_gbps);
+           "\"ratio\": 1.000, \"clock\": \"%s\", \"clock_why\": ",
+           d.copy_bytes, copy.runs, copy.median_s * 1e6, copy_gbps, tool_clock_name(&d.clock));
+    tool_json_string(d.clock.wall ? d.clock.why : "");
+    printf("}\n");
   } else {
     printf("clnorm %s demo: %zu x %zu float32, eps 1e-5\n", clnorm_version(), d.rows, d.cols);
     printf("device:   %s\nplatform: %s\n\n", d.dev.name, d.dev.platform_name);
@@ -513,13 +554,19 @@ int main(int argc, char **argv) {
              results[i].gbps, results[i].gbps / copy_gbps);
     printf("%-21s %10.1f %9.2f %8.2f\n", "copy", copy.median_s * 1e6, copy_gbps, 1.0);
     printf(
-        "\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by its "
-        "profiling event;\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
+        "\nmedians of %zu interleaved rounds after %d warm-up rounds, each run timed by %s;"
+        "\nGB/s: bytes read + written once per run (norms: x, y, gamma, beta, "
         "mean, rstd; copy: the fastest\nof %d copy kernels, here the %s, over %zu MiB);\n%zu x/y "
         "pair%s and %zu copy pair%s in rotation (device cache: %zu MiB)\n",
-        copy.runs, WARMUP_RUNS, clnorm__ctx_stream_stores(d.ctx) ? 4 : 2,
-        tool_copy_name(d.copy_kind), d.copy_bytes >> 20, d.pairs, d.pairs == 1 ? "" : "s",
-        d.copy_pairs, d.copy_pairs == 1 ? "" : "s", d.cache_bytes >> 20);
+        copy.runs, WARMUP_RUNS,
+        d.clock.wall ? "the wall clock, enqueue to completion" : "its profiling event",
+        clnorm__ctx_stream_stores(d.ctx) ? 4 : 2, tool_copy_name(d.copy_kind), d.copy_bytes >> 20,
+        d.pairs, d.pairs == 1 ? "" : "s", d.copy_pairs, d.copy_pairs == 1 ? "" : "s",
+        d.cache_bytes >> 20);
+    if (d.clock.wall)
+      printf("timed by the wall clock: the profiling events of this device cannot be believed: "
+             "%s\n",
+             d.clock.why);
     printf("\n%s\n", failed ? "FAIL" : "PASS");
   }
   demo_close(&d);

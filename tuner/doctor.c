@@ -396,6 +396,61 @@ static void section_db(doctor *d, const char *db_option, uint64_t hash) {
   clnorm__db_close(db);
 }
 
+static int count_results(void *user, const clnorm_device_identity *id,
+                         const clnorm_db_device_counts *c) {
+  (void)id;
+  *(uint64_t *)user += c->results;
+  return 0;
+}
+
+/* The read-only system database (src/tuned.c: $CLNORM_SYSTEM_DB, else the build's
+ * CLNORM_SYSTEM_DB), opened as the library opens it (read-only, immutable): where it is, whether
+ * it is there, its results, and whether the library skips it as damaged. It is optional: only a
+ * damaged one is a finding (a warning: the library goes on without it). */
+static void section_system_db(doctor *d, uint64_t hash) {
+  printf("\nSystem tuning database (read-only, consulted after the user's)\n");
+  char path[4096], err[1024];
+  const char *env = getenv("CLNORM_SYSTEM_DB");
+  if (!clnorm__system_db_path(path, sizeof path)) {
+    printf("  none: %s\n", env ? "$CLNORM_SYSTEM_DB is empty"
+                               : "this build has no system database path (CLNORM_SYSTEM_DB)");
+    return;
+  }
+  printf("  path: %s (from %s)\n", path,
+         env ? "$CLNORM_SYSTEM_DB" : "the build's default, CMake's CLNORM_SYSTEM_DB");
+  if (!clnorm__path_exists(path)) {
+    printf("  not found: clnorm uses the user's database, the built-in table and the heuristic\n");
+    return;
+  }
+  clnorm_db *db = NULL;
+  uint64_t results = 0;
+  size_t here = 0;
+  clnorm_status st = clnorm__db_open(path, CLNORM_DB_READONLY, &db, err, sizeof err);
+  if (st == CLNORM_OK)
+    st = clnorm__db_devices(db, hash, count_results, &results, err, sizeof err);
+  /* what the library reads of it for each device here: its check of the file */
+  for (size_t i = 0; st == CLNORM_OK && i < d->nlive; i++) {
+    clnorm_result *winners = NULL;
+    size_t count = 0;
+    st = clnorm__db_winners(db, &d->live[i], hash, &winners, &count, err, sizeof err);
+    free(winners);
+    here += count;
+  }
+  clnorm__db_close(db);
+  if (st != CLNORM_OK) {
+    printf("  found, and skipped as damaged: the library does not use it\n");
+    char what[5200];
+    snprintf(what, sizeof what, "the system tuning database %s cannot be read: %s", path, err);
+    finding(d, DOCTOR_WARNING, what,
+            "replace it with a sound export (`normtune import`, docs/TUNING.md), or set "
+            "CLNORM_SYSTEM_DB= (empty) to turn it off");
+    return;
+  }
+  printf("  found: %llu results, %zu of them winners for this machine's devices with these "
+         "kernels; opened read-only (immutable)\n",
+         (unsigned long long)results, here);
+}
+
 static void section_binaries(void) {
   printf("\nProgram binary cache\n");
   /* Where the library keeps it (src/bincache.c): not beside --db, the library knows only the
@@ -436,6 +491,7 @@ int doctor_run(const char *db_option, uint64_t kernel_hash) {
   section_icd(&d);
   section_platforms(&d);
   section_db(&d, db_option, kernel_hash);
+  section_system_db(&d, kernel_hash);
   section_binaries();
   printf("\n");
   if (d.status == DOCTOR_OK)

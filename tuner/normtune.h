@@ -88,6 +88,12 @@ typedef struct session {
   clnorm_device_identity identity;
   uint64_t hash;
   cl_ulong max_alloc, global_mem, cache;
+  /* how kernels are timed: by profiling events until they fail tool_time_plausible, then by the
+   * wall clock (bench, verify), or refused (events_only: tune, whose stored times must be
+   * kernel times) */
+  tool_clock clock;
+  int events_only;
+  double copy_gbps; /* the copy bandwidth measured by this run, for the check; 0: none */
 } session;
 
 #define VERIFY_ROWS 40 /* rows of the reduced verification shape, adversarial rows included */
@@ -260,9 +266,15 @@ clnorm_status verify(session *s, shape *sh, const clnorm_variant *v, errors *e);
  * several kernels (backward: the row pass and the weight-gradient reduction; few long rows:
  * split-row statistics, then the normalization), and a marker enqueued before the call would add
  * its own gap (about 9 us on NVIDIA's OpenCL, as long as a whole kernel of 4M elements), which
- * ranked noise. `own`: the last kernel's own start-to-end. */
+ * ranked noise. `own`: the last kernel's own start-to-end. Every measurement passes
+ * tool_time_plausible (its median against the median wall time of the same runs, the bytes
+ * against s->copy_gbps): where it fails, session_fall_back, and the shape is timed again by the
+ * wall clock, enqueue to completion (own then the same). */
 clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, double best,
                            timing *out);
+/* The profiling events of s's device failed tool_time_plausible (why): with s->events_only dies
+ * with a message (exit 1), else s times by the wall clock from now on and says so on stderr. */
+void session_fall_back(session *s, const char *why);
 /* Wall time per call of `calls` calls through the dispatcher enqueued back to back on a queue
  * without profiling, then clFinish: what an application's stream of small calls costs, launch
  * overhead included. Negative on failure. */

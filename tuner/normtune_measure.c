@@ -431,29 +431,75 @@ static int forced_time(session *s, const shape *sh, const clnorm_variant *v, tim
   return 0;
 }
 
+void session_fall_back(session *s, const char *why) {
+  if (s->events_only)
+    die(1,
+        "the profiling events of %s (%s) cannot be believed: %s. `normtune tune` ranks and "
+        "stores kernel times and refuses to tune this device; `normtune bench` and `verify` "
+        "time it by the wall clock",
+        s->dev.name, s->dev.platform_name, why);
+  if (!s->clock.wall)
+    fprintf(stderr,
+            "normtune: timing by the wall clock (enqueue to completion, launch latency "
+            "included): the profiling events of %s (%s) cannot be believed: %s\n",
+            s->dev.name, s->dev.platform_name, why);
+  tool_clock_fall_back(&s->clock, why);
+}
+
+/* One run of call: seconds by its events (span from the first kernel's start, *own the last
+ * kernel's own), or by the wall clock; *wall the wall time, enqueue to completion. Negative on a
+ * failed event (a profiling readers' code, tool_profiling_error), with *st CLNORM_OK. */
+static double run_once(session *s, const clnorm_call *call, const clnorm_variant *v, double *own,
+                       double *wall, clnorm_status *st) {
+  cl_event ev, first;
+  const double start = tool_now();
+  *st = clnorm_run_span(s->ctx, s->queue, call, v, 0, NULL, &first, &ev);
+  if (*st != CLNORM_OK)
+    return 0.0;
+  double t;
+  if (s->clock.wall) {
+    clReleaseEvent(first);
+    if (clWaitForEvents(1, &ev) != CL_SUCCESS)
+      *st = CLNORM_E_OPENCL;
+    clReleaseEvent(ev);
+    t = *own = tool_now() - start;
+  } else {
+    clRetainEvent(ev);
+    *own = tool_event_seconds(ev); /* releases the reference just taken */
+    t = tool_call_seconds(first, ev);
+    if (*own < 0)
+      t = *own;
+  }
+  *wall = tool_now() - start;
+  return t;
+}
+
 clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, double best,
                            timing *out) {
   if (forced_time(s, sh, v, out))
     return CLNORM_OK;
-  double times[200], owns[200], sorted[200];
+  double times[200], owns[200], walls[200], sorted[200];
+  char why[256];
+again:;
   size_t n = 0;
   double prev = 0.0;
   const double start = tool_now();
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < 2 + 200; i++) {
     const clnorm_call call = shape_call(sh, i % sh->sets);
-    cl_event ev, first;
-    const clnorm_status st = clnorm_run_span(s->ctx, s->queue, &call, v, 0, NULL, &first, &ev);
+    double own, wall;
+    clnorm_status st;
+    const double t = run_once(s, &call, v, &own, &wall, &st);
     if (st != CLNORM_OK)
       return st;
-    clRetainEvent(ev);
-    const double own = tool_event_seconds(ev); /* releases the reference just taken */
-    const double t = tool_call_seconds(first, ev);
-    if (t < 0 || own < 0)
-      return CLNORM_E_OPENCL;
+    if (t < 0) {
+      session_fall_back(s, tool_profiling_error(t));
+      goto again;
+    }
     if (i < 2)
       continue; /* warm-up */
     owns[n] = own;
+    walls[n] = wall;
     times[n++] = t;
     if (n == 3 && best > 0) {
       double m = times[0];
@@ -464,7 +510,7 @@ clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, doubl
         out->min = m;
         out->median = m;
         out->own = tool_median(owns, n);
-        return CLNORM_OK;
+        break;
       }
     }
     if (n >= 10 && n % 5 == 0) {
@@ -475,10 +521,20 @@ clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, doubl
       prev = med;
     }
   }
+  if (!out->slow) {
+    memcpy(sorted, times, n * sizeof *times);
+    out->median = tool_median(sorted, n);
+    out->min = sorted[0];
+    out->own = tool_median(owns, n);
+  }
+  const clnorm_call call = shape_call(sh, 0);
   memcpy(sorted, times, n * sizeof *times);
-  out->median = tool_median(sorted, n);
-  out->min = sorted[0];
-  out->own = tool_median(owns, n);
+  const double median = tool_median(sorted, n);
+  if (!s->clock.wall && !tool_time_plausible(median, tool_median(walls, n), tool_op_bytes(&call),
+                                             s->copy_gbps, why, sizeof why)) {
+    session_fall_back(s, why);
+    goto again;
+  }
   return CLNORM_OK;
 }
 

@@ -503,8 +503,13 @@ double record_copy(session *s, clnorm_db *db, double before) {
   bytes = fmin(bytes, 256.0 * 1048576.0);
   bytes = fmin(bytes, (double)s->max_alloc / 2.0);
   const size_t size = (size_t)bytes & ~(size_t)15;
-  const double gbps = tool_copy_gbps(s->context, s->queue, s->dev.device, size,
-                                     clnorm__ctx_stream_stores(s->ctx), NULL, err, sizeof err);
+  tool_clock clock = {0};
+  clock.events_only = s->events_only;
+  const double gbps =
+      tool_copy_gbps(s->context, s->queue, s->dev.device, size, clnorm__ctx_stream_stores(s->ctx),
+                     NULL, &clock, err, sizeof err);
+  if (clock.wall)
+    session_fall_back(s, clock.why); /* tune (events_only) stops here */
   if (!(gbps > 0)) {
     if (before == 0)
       fprintf(stderr,
@@ -513,7 +518,8 @@ double record_copy(session *s, clnorm_db *db, double before) {
               err);
     return before;
   }
-  if (gbps <= before)
+  s->copy_gbps = fmax(s->copy_gbps, gbps);
+  if (gbps <= before || clock.wall)
     return before;
   if (clnorm__db_put_copy(db, &s->identity, gbps, size, err, sizeof err) != CLNORM_OK)
     die(EXIT_DB, "storing the copy bandwidth: %s", err);

@@ -37,6 +37,7 @@ int cmd_tune(const options *o) {
   session s;
   no_candidate_cache();
   session_open(o, &s);
+  s.events_only = 1; /* implausible profiling events: refused (session_fall_back) */
   char path[4096], err[1024];
   db_path(o, path, sizeof path);
   clnorm_db *db = open_db_write(path);

@@ -203,10 +203,15 @@ int cmd_verify(const options *o) {
     json_number("%.4f", geomean);
     printf(", \"worst_speedup\": ");
     json_number("%.4f", counted ? worst : NAN);
-    printf(", \"failed\": %s}\n", failed ? "true" : "false");
+    printf(", \"clock\": \"%s\", \"failed\": %s}\n", tool_clock_name(&s.clock),
+           failed ? "true" : "false");
   } else {
     printf("\n%zu shapes, %zu timed: geometric mean speed-up %.3fx, worst %.3fx%s\n", l.count,
            counted, geomean, counted ? worst : NAN, failed ? "; a check FAILED" : "");
+    if (s.clock.wall)
+      printf("timed by the wall clock: the profiling events of this device cannot be believed: "
+             "%s\n",
+             s.clock.why);
   }
   free(l.items);
   session_close(&s);

@@ -4,6 +4,7 @@
 
 #include "db.h"
 #include "internal.h"
+#include "tool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -548,6 +549,48 @@ static void write_document(FILE *f, const report *rp, const panel *pn, size_t np
     fputs("</body>\n</html>\n", f);
 }
 
+/* The stored times pass tool_time_plausible (the tune that stored them checked them; a database
+ * from elsewhere, or from before that check, may hold Rusticl's 1 ns): a copy bandwidth that
+ * fails is not drawn, nor a result that fails against it, each device's count and first reason
+ * said on stderr. Returns the results left out. */
+static size_t leave_out_implausible(report *rp) {
+  size_t left_out = 0;
+  for (size_t d = 0; d < rp->ndev; d++) {
+    device *dev = &rp->dev[d];
+    char why[256];
+    if (isfinite(dev->copy_gbps)) {
+      const double bytes = 2.0 * (double)dev->copy_bytes;
+      if (!tool_time_plausible(bytes / (dev->copy_gbps * 1e9), 0.0, bytes, 0.0, why, sizeof why)) {
+        fprintf(stderr, "normtune: the copy bandwidth of %s (%.3g GB/s) is not drawn: %s\n",
+                dev->id.name, dev->copy_gbps, why);
+        dev->copy_gbps = NAN;
+      }
+    }
+    size_t kept = 0, dropped = 0;
+    char first[256] = "";
+    for (size_t i = 0; i < rp->npts; i++) {
+      const point *p = &rp->pts[i];
+      const double copy = isfinite(dev->copy_gbps) ? dev->copy_gbps : 0.0;
+      if (p->device == d && p->outcome == CLNORM_OUTCOME_OK &&
+          !tool_time_plausible(p->median_s, 0.0, p->gbps * p->median_s * 1e9, copy, why,
+                               sizeof why)) {
+        if (!dropped++)
+          snprintf(first, sizeof first, "%s", why);
+        continue;
+      }
+      rp->pts[kept++] = *p;
+    }
+    rp->npts = kept;
+    if (dropped)
+      fprintf(stderr,
+              "normtune: %zu result%s of %s (driver %s) left out: times that cannot be believed "
+              "(the first: %s)\n",
+              dropped, dropped == 1 ? "" : "s", dev->id.name, dev->id.driver_version, first);
+    left_out += dropped;
+  }
+  return left_out;
+}
+
 int report_write(const char *db_path, const char *out_path, int html, uint64_t kernel_hash,
                  int quiet) {
   char err[1024];
@@ -571,6 +614,7 @@ int report_write(const char *db_path, const char *out_path, int html, uint64_t k
     st = clnorm__db_copy_gbps(db, &rp->dev[i].id, &rp->dev[i].copy_gbps, &rp->dev[i].copy_bytes,
                               NULL, err, sizeof err);
   clnorm__db_close(db);
+  const size_t left_out = st == CLNORM_OK ? leave_out_implausible(rp) : 0;
   int status = REPORT_OK;
   panel *pn = NULL;
   size_t npanels = 0;
@@ -580,7 +624,13 @@ int report_write(const char *db_path, const char *out_path, int html, uint64_t k
   } else if (rp->no_memory) {
     fprintf(stderr, "normtune: out of memory reading %s\n", db_path);
     status = REPORT_FAILED;
-  } else if ((npanels = make_panels(rp, &pn)) == 0) {
+  } else if ((npanels = make_panels(rp, &pn)) == 0 && left_out) {
+    fprintf(stderr,
+            "normtune: every result in %s has a time that cannot be believed (above): nothing "
+            "to draw; tune again on a device whose profiling works\n",
+            db_path);
+    status = REPORT_NOTHING;
+  } else if (npanels == 0) {
     uint64_t stale = 0;
     for (size_t i = 0; i < rp->ndev; i++)
       stale += rp->dev[i].results - rp->dev[i].current;

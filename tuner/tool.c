@@ -49,8 +49,8 @@ size_t tool_devices(tool_device *out, size_t cap) {
       t->device = devs[d];
       t->index = (unsigned)n;
       clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof t->name - 1, t->name, NULL);
-      clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof t->platform_name - 1,
-                        t->platform_name, NULL);
+      clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof t->platform_name - 1, t->platform_name,
+                        NULL);
     }
     free(devs);
   }
@@ -161,8 +161,7 @@ int tool_parse_names(const char *text, const char *(*name)(int), int count, cons
                      unsigned *mask, char *err, size_t err_size) {
   char copy[256], known[256] = "";
   for (int i = 0; i < count; i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
-             name(i));
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", name(i));
   if (strlen(text) >= sizeof copy) {
     snprintf(err, err_size, "%s: \"%s\" is too long", what, text);
     return 0;
@@ -201,42 +200,143 @@ int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_con
   return 0;
 }
 
-/* The profiling times (ns) that profile() reads. */
-enum { FIRST_START, FIRST_END, LAST_START, LAST_END, TIMES };
+/* Failure codes of the profiling readers (tool_profiling_error). */
+#define PROFILE_FAILED (-1.0)
+#define PROFILE_ZERO (-2.0)
+#define PROFILE_BACKWARDS (-3.0)
 
-/* Waits for last, reads the start and end of first (NULL: of last) and of last into t, and
- * releases a reference to each: 0 where a call failed. */
-static int profile(cl_event first, cl_event last, cl_ulong t[TIMES]) {
-  static const cl_profiling_info which[2] = {CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
-  cl_int e = clWaitForEvents(1, &last);
-  for (int i = 0; i < TIMES && e == CL_SUCCESS; i++)
-    e = clGetEventProfilingInfo(i < LAST_START && first ? first : last, which[i % 2], sizeof t[i],
-                                &t[i], NULL);
-  if (first)
-    clReleaseEvent(first);
-  clReleaseEvent(last);
-  return e == CL_SUCCESS;
+const char *tool_profiling_error(double code) {
+  if (code == PROFILE_ZERO)
+    return "the profiling event reads zero time (start == end)";
+  if (code == PROFILE_BACKWARDS)
+    return "the profiling times are not monotonic (an end precedes its start)";
+  return "the profiling information could not be read";
+}
+
+/* CLNORM_TEST_PROFILING: 0 (unset), 1 zero, 2 backwards, 3 fast (1 ns, as Rusticl's). */
+static int test_profiling(void) {
+  const char *mode = getenv("CLNORM_TEST_PROFILING");
+  if (!mode || !*mode)
+    return 0;
+  return strcmp(mode, "zero") == 0 ? 1 : strcmp(mode, "backwards") == 0 ? 2 : 3;
+}
+
+/* The start and end of event in ns, after the test hook; a CL error code. */
+static cl_int profile_read(cl_event event, cl_ulong *start, cl_ulong *end) {
+  cl_int e = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof *start, start, NULL);
+  if (e == CL_SUCCESS)
+    e = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof *end, end, NULL);
+  switch (test_profiling()) {
+  case 1:
+    *end = *start;
+    break;
+  case 2:
+    *end = *start - 1000;
+    break;
+  case 3:
+    *end = *start + 1;
+    break;
+  }
+  return e;
+}
+
+/* Seconds from ns start to ns end, or the failure code. */
+static double profile_seconds(cl_int e, cl_ulong start, cl_ulong end) {
+  if (e != CL_SUCCESS)
+    return PROFILE_FAILED;
+  if (end < start)
+    return PROFILE_BACKWARDS;
+  return end == start ? PROFILE_ZERO : (double)(end - start) * 1e-9;
 }
 
 double tool_event_seconds(cl_event event) {
-  cl_ulong t[TIMES] = {0};
-  return profile(NULL, event, t) ? (double)(t[LAST_END] - t[LAST_START]) * 1e-9 : -1.0;
+  cl_ulong start = 0, end = 0;
+  cl_int e = clWaitForEvents(1, &event);
+  if (e == CL_SUCCESS)
+    e = profile_read(event, &start, &end);
+  clReleaseEvent(event);
+  return profile_seconds(e, start, end);
 }
 
 double tool_span_seconds(cl_event first, cl_event last, double *last_own) {
-  cl_ulong t[TIMES] = {0};
-  if (!profile(first, last, t) || t[LAST_END] < t[FIRST_END] || t[LAST_END] < t[LAST_START])
-    return -1.0;
+  cl_ulong first_start = 0, first_end = 0, start = 0, end = 0;
+  cl_int e = clWaitForEvents(1, &last);
+  if (e == CL_SUCCESS)
+    e = profile_read(first, &first_start, &first_end);
+  if (e == CL_SUCCESS)
+    e = profile_read(last, &start, &end);
+  clReleaseEvent(first);
+  clReleaseEvent(last);
+  const double own = profile_seconds(e, start, end);
+  if (own < 0)
+    return own;
+  if (end < first_end)
+    return PROFILE_BACKWARDS;
   if (last_own)
-    *last_own = (double)(t[LAST_END] - t[LAST_START]) * 1e-9;
-  return (double)(t[LAST_END] - t[FIRST_END]) * 1e-9;
+    *last_own = own;
+  return profile_seconds(e, first_end, end);
 }
 
 double tool_call_seconds(cl_event first, cl_event last) {
-  cl_ulong t[TIMES] = {0};
-  if (!profile(first, last, t) || t[LAST_END] < t[LAST_START] || t[LAST_START] < t[FIRST_START])
-    return -1.0;
-  return (double)(t[LAST_END] - t[FIRST_START]) * 1e-9;
+  cl_ulong start = 0, first_end = 0, end = 0, last_start = 0;
+  cl_int e = clWaitForEvents(1, &last);
+  if (e == CL_SUCCESS)
+    e = profile_read(first, &start, &first_end);
+  if (e == CL_SUCCESS)
+    e = profile_read(last, &last_start, &end);
+  clReleaseEvent(first);
+  clReleaseEvent(last);
+  const double own = profile_seconds(e, last_start, end);
+  if (own < 0)
+    return own;
+  if (last_start < start || first_end < start)
+    return PROFILE_BACKWARDS;
+  return profile_seconds(e, start, end);
+}
+
+int tool_time_plausible(double event_s, double wall_s, double bytes, double copy_gbps, char *why,
+                        size_t why_size) {
+  if (!(event_s > 0)) {
+    snprintf(why, why_size, "%s",
+             event_s < 0 ? tool_profiling_error(event_s) : "the profiling events read zero time");
+    return 0;
+  }
+  /* an in-order queue runs the kernel between the enqueue and the wait's return; 50 us and half
+   * again for clocks that do not tick alike */
+  if (wall_s > 0 && event_s > 1.5 * wall_s + 50e-6) {
+    snprintf(why, why_size,
+             "the profiling events give %.3g us, longer than the %.3g us of wall time around "
+             "them",
+             event_s * 1e6, wall_s * 1e6);
+    return 0;
+  }
+  if (wall_s > 0 && event_s < TOOL_MIN_WALL_SHARE * wall_s) {
+    snprintf(why, why_size,
+             "the profiling events give %.3g us against %.3g us of wall time around them (less "
+             "than %g of it)",
+             event_s * 1e6, wall_s * 1e6, TOOL_MIN_WALL_SHARE);
+    return 0;
+  }
+  const double limit = copy_gbps > 0 ? TOOL_CACHE_MARGIN * copy_gbps : TOOL_MAX_GBPS;
+  if (bytes > 0 && bytes / event_s / 1e9 > limit) {
+    snprintf(why, why_size,
+             "the profiling events give %.3g us for %.0f bytes, %.3g GB/s: faster than the copy "
+             "limit allows (%.0f GB/s%s)",
+             event_s * 1e6, bytes, bytes / event_s / 1e9, limit,
+             copy_gbps > 0 ? ", 10 times the copy bandwidth" : ", more than any memory moves");
+    return 0;
+  }
+  return 1;
+}
+
+void tool_clock_fall_back(tool_clock *clock, const char *why) {
+  if (!clock->wall)
+    snprintf(clock->why, sizeof clock->why, "%s", why);
+  clock->wall = 1;
+}
+
+const char *tool_clock_name(const tool_clock *clock) {
+  return clock && clock->wall ? "wall clock" : "profiling events";
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -264,10 +364,9 @@ static const char copy_source[] =
     "}\n";
 
 const char *tool_copy_name(tool_copy_kind kind) {
-  return kind.width == 16 ? (kind.stream ? "float16 copy kernel, streaming stores"
-                                         : "float16 copy kernel")
-                          : (kind.stream ? "float4 copy kernel, streaming stores"
-                                         : "float4 copy kernel");
+  return kind.width == 16
+             ? (kind.stream ? "float16 copy kernel, streaming stores" : "float16 copy kernel")
+             : (kind.stream ? "float4 copy kernel, streaming stores" : "float4 copy kernel");
 }
 
 cl_kernel tool_copy_kernel(cl_context context, cl_device_id device, tool_copy_kind kind,
@@ -296,29 +395,47 @@ cl_int tool_copy_enqueue(cl_command_queue queue, cl_kernel kernel, cl_mem src, c
   return e;
 }
 
-/* Median seconds of 64 timed copies from a to b after 3 untimed ones; negative with *e set on
- * failure. */
+/* Median seconds of 64 timed copies from a to b after 3 untimed ones, by their events or (wall)
+ * by the wall clock, enqueue to clFinish; *wall_s (when not NULL) the median wall time of the
+ * same runs. Negative with *e set on failure, or the profiling readers' failure code. */
 static double copy_seconds(cl_command_queue queue, cl_kernel kernel, cl_mem a, cl_mem b,
-                           size_t items, cl_int *e) {
-  double times[64];
+                           size_t items, int wall, double *wall_s, cl_int *e) {
+  double times[64], walls[64];
   size_t runs = 0;
-  *e = CL_SUCCESS;
+  double failure = 0.0;
+  *e = clFinish(queue);
   for (int i = 0; *e == CL_SUCCESS && i < 3 + 64; i++) {
     cl_event ev;
+    const double start = tool_now();
     *e = tool_copy_enqueue(queue, kernel, a, b, items, &ev);
     if (*e != CL_SUCCESS)
       break;
-    const double t = tool_event_seconds(ev);
-    if (i >= 3 && t > 0)
+    double t;
+    if (wall) {
+      *e = clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+      t = tool_now() - start;
+    } else {
+      t = tool_event_seconds(ev);
+    }
+    if (t < 0)
+      failure = t;
+    if (i >= 3 && t > 0) {
+      walls[runs] = tool_now() - start;
       times[runs++] = t;
+    }
   }
-  if (*e == CL_SUCCESS && runs == 0)
-    *e = CL_PROFILING_INFO_NOT_AVAILABLE;
-  return *e == CL_SUCCESS ? tool_median(times, runs) : -1.0;
+  if (*e != CL_SUCCESS)
+    return -1.0;
+  if (runs == 0)
+    return failure < 0 ? failure : PROFILE_ZERO;
+  if (wall_s)
+    *wall_s = tool_median(walls, runs);
+  return tool_median(times, runs);
 }
 
-double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
-                      size_t bytes, int stream, tool_copy_kind *best, char *err,
+double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device, size_t bytes,
+                      int stream, tool_copy_kind *best, tool_clock *clock, char *err,
                       size_t err_size) {
   bytes = bytes / 64 * 64;
   double gbps = -1.0;
@@ -333,15 +450,37 @@ double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id d
   static const tool_copy_kind kinds[] = {{4, 0}, {16, 0}, {4, 1}, {16, 1}};
   for (size_t k = 0; e == CL_SUCCESS && k < (stream ? 4u : 2u); k++) {
     cl_kernel kernel = tool_copy_kernel(context, device, kinds[k], &e);
-    const double s =
-        e == CL_SUCCESS ? copy_seconds(queue, kernel, a, b, bytes / (4 * kinds[k].width), &e)
-                        : -1.0;
+    const int wall = clock && clock->wall;
+    double wall_s = 0.0, s = -1.0;
+    if (e == CL_SUCCESS)
+      s = copy_seconds(queue, kernel, a, b, bytes / (4 * kinds[k].width), wall, &wall_s, &e);
     if (kernel)
       clReleaseKernel(kernel);
     if (e != CL_SUCCESS) {
       snprintf(err, err_size, "the copy-bandwidth kernel (%s) failed: OpenCL error %d",
                tool_copy_name(kinds[k]), (int)e);
       break;
+    }
+    char why[256];
+    if (!wall && !tool_time_plausible(s, wall_s, 2.0 * (double)bytes, 0.0, why, sizeof why)) {
+      if (!clock) {
+        snprintf(err, err_size, "the copy-bandwidth kernel (%s): %s", tool_copy_name(kinds[k]),
+                 why);
+        e = CL_PROFILING_INFO_NOT_AVAILABLE;
+        break;
+      }
+      char what[320];
+      snprintf(what, sizeof what, "%s (the %s)", why, tool_copy_name(kinds[k]));
+      tool_clock_fall_back(clock, what);
+      if (clock->events_only) {
+        snprintf(err, err_size, "the copy-bandwidth kernel (%s): %s", tool_copy_name(kinds[k]),
+                 why);
+        e = CL_PROFILING_INFO_NOT_AVAILABLE;
+        break;
+      }
+      gbps = -1.0; /* every kind again, by the wall clock */
+      k = (size_t)-1;
+      continue;
     }
     const double g = 2.0 * (double)bytes / s / 1e9;
     if (g > gbps) {

@@ -49,7 +49,48 @@ cl_device_id *tool_platform_devices(cl_platform_id platform, cl_uint *count, cl_
 int tool_open_device(const char *prog, const char *sel, tool_device *dev, cl_context *context,
                      cl_command_queue *queue);
 
-/* Seconds between an event's start and end; releases the event. Negative on failure. */
+/* Profiling events that can be believed (issue 23). Mesa's Rusticl 22.3 (llvmpipe) reports 0,
+ * 1, 2 and 3 ns as every command's queued, submit, start and end times: every kernel "takes"
+ * 1 ns. Every time read from profiling events (clnorm_demo, normtune bench, tune and verify, the
+ * stored results `normtune report` draws) passes tool_time_plausible; where it fails, bench,
+ * verify and the demo time by the wall clock (tool_clock) and say so, tune refuses. */
+#define TOOL_MAX_GBPS 100000.0   /* no device's memory moves 100 TB/s (the H200's: 4.8) */
+#define TOOL_CACHE_MARGIN 10.0   /* data in caches: up to 10 times the copy bandwidth */
+#define TOOL_MIN_WALL_SHARE 1e-3 /* a kernel's events cover at least this share of its wall time   \
+                                  */
+
+/* 1 when `event_s` seconds, a kernel time from profiling events, is plausible for work that
+ * moves `bytes` bytes (0: unknown) and took `wall_s` seconds of wall time around it, enqueue to
+ * completion (0: unknown); `copy_gbps` is the device's copy bandwidth (0: not known, or the copy
+ * itself: TOOL_MAX_GBPS is the limit). Else 0 with the reason in why: missing or zero, longer
+ * than the wall clock, a tiny share of it, or faster than the copy limit allows (TOOL_CACHE_MARGIN
+ * times copy_gbps). Pass medians of several runs: one run's wall time may hold a preemption. */
+int tool_time_plausible(double event_s, double wall_s, double bytes, double copy_gbps, char *why,
+                        size_t why_size);
+
+/* What the profiling readers below return on failure, as text ("the profiling query failed",
+ * "zero", "its end precedes its start"); static. */
+const char *tool_profiling_error(double code);
+
+/* How a tool times kernels: by profiling events, or (wall) by the wall clock from enqueue to
+ * clFinish, launch latency included, because the events failed tool_time_plausible. */
+typedef struct tool_clock {
+  int wall;
+  char why[320];   /* why the events were not believed, when wall */
+  int events_only; /* set by the caller: no timing by the wall clock (tune refuses instead) */
+} tool_clock;
+
+/* Records that events are not to be believed: sets clock->wall and clock->why (the first reason
+ * kept). */
+void tool_clock_fall_back(tool_clock *clock, const char *why);
+
+/* "profiling events" or "wall clock": static. */
+const char *tool_clock_name(const tool_clock *clock);
+
+/* Seconds between an event's start and end; releases the event. Negative on failure: the query
+ * failed, the time is zero or the end precedes the start (tool_profiling_error says which).
+ * CLNORM_TEST_PROFILING=zero|backwards|fast (a test hook, docs/TESTING.md) makes every event
+ * read zero, end before start, or 1 ns as Rusticl's do. */
 double tool_event_seconds(cl_event event);
 
 /* Seconds from the end of `first` (a marker enqueued just before the work) to the end of
@@ -91,9 +132,12 @@ cl_int tool_copy_enqueue(cl_command_queue queue, cl_kernel kernel, cl_mem src, c
  * untimed ones: float4 and float16 per work-item, and with `stream` (the library writes with
  * streaming stores on this device) both again with streaming stores. The yardstick is the best
  * copy among these, whatever the norms use. *best (may be NULL) receives the fastest kind.
- * Negative on failure, with err set. */
-double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device,
-                      size_t bytes, int stream, tool_copy_kind *best, char *err,
+ * The copies' events pass tool_time_plausible or, with clock, the copies are timed again by the
+ * wall clock and *clock records why (clock->wall already set: by the wall clock at once;
+ * clock->events_only: why recorded, and -1 returned without timing again).
+ * Negative on failure, with err set (clock NULL: implausible events are a failure). */
+double tool_copy_gbps(cl_context context, cl_command_queue queue, cl_device_id device, size_t bytes,
+                      int stream, tool_copy_kind *best, tool_clock *clock, char *err,
                       size_t err_size);
 
 /* Monotonic time in seconds. */

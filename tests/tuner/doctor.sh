@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # normtune doctor: its sections and documented exit statuses on a good database (0), a missing
 # one (3), stale results (3), a read-only one (3), an unreadable one (5), a garbage file (5), and
-# with no OpenCL platform (4); every warning and problem comes with a line saying what to do.
+# with no OpenCL platform (4); the read-only system database found (its results counted),
+# missing, off, and damaged (3: the library skips it); every warning and problem comes with a line
+# saying what to do.
 source "$(dirname "$0")/common.sh"
 GOOD=$WORK/good.db
 # the binary cache's directory, so that the test does not look into the user's
 export CLNORM_BINARY_CACHE_DIR=$WORK/bins
+# nor into a system database installed here (the steps below name their own)
+export CLNORM_SYSTEM_DB=$WORK/no-system.db
 
 # doctor NAME RC [ARGS...]: runs normtune doctor ARGS with the status wanted; every WARNING and
 # PROBLEM line must be followed by a "what to do" line; the last line gives the status.
@@ -48,6 +52,33 @@ expect_in "$out" "^  directory: $WORK/bins \\(from \\\$CLNORM_BINARY_CACHE_DIR\\
 expect_in "$out" "^  $bin_files files, [0-9]+\\.[0-9] MiB; writable\$" \
   "doctor gives the binary cache's size"
 sed 's/^/   /' "$out"
+
+step "the read-only system database: found and counted, missing, off, damaged (3)"
+expect_in "$out" '^System tuning database \(read-only, consulted after the user.s\)$' \
+  "doctor has a system database section"
+AS=(env CLNORM_SYSTEM_DB="$GOOD")
+doctor system_found 0 --db "$GOOD"
+expect_in "$WORK/system_found.out" "^  path: $GOOD \\(from \\\$CLNORM_SYSTEM_DB\\)$" \
+  "doctor names the system database and where its path came from"
+found="^  found: [1-9][0-9]* results, [1-9][0-9]* of them winners for this machine's devices"
+expect_in "$WORK/system_found.out" "$found with .*; opened read-only \\(immutable\\)$" \
+  "doctor counts the system database's results"
+AS=(env CLNORM_SYSTEM_DB="$WORK/no-system.db")
+doctor system_missing 0 --db "$GOOD"
+expect_in "$WORK/system_missing.out" "^  path: $WORK/no-system.db \\(from " "the missing one's path"
+expect_in "$WORK/system_missing.out" '^  not found: ' "doctor says the system database is not there"
+AS=(env CLNORM_SYSTEM_DB=)
+doctor system_off 0 --db "$GOOD"
+expect_in "$WORK/system_off.out" '^  none: \$CLNORM_SYSTEM_DB is empty$' "doctor: system database off"
+for i in $(seq 100); do echo "clnorm test $i: not an SQLite database"; done >"$WORK/system.db"
+AS=(env CLNORM_SYSTEM_DB="$WORK/system.db")
+doctor system_damaged 3 --db "$GOOD"
+expect_in "$WORK/system_damaged.out" '^  found, and skipped as damaged: the library does not use it$' \
+  "doctor says the damaged system database is skipped"
+expect_in "$WORK/system_damaged.out" \
+  "WARNING: the system tuning database $WORK/system.db cannot be read: .*(corrupt|not a database)" \
+  "doctor says why"
+AS=()
 
 step "a missing database: 3, and it is not created"
 doctor missing 3 --db "$WORK/sub/none.db"
