@@ -258,40 +258,41 @@ double tool_event_seconds(cl_event event) {
   return profile_seconds(e, start, end);
 }
 
-double tool_span_seconds(cl_event first, cl_event last, double *last_own) {
-  cl_ulong first_start = 0, first_end = 0, start = 0, end = 0;
+/* The times of two events of one call (ns): waits for last, reads first's and last's start and
+ * end into t (FIRST_START, FIRST_END, LAST_START, LAST_END), releases both, and returns last's
+ * own seconds or the failure code. */
+enum { FIRST_START, FIRST_END, LAST_START, LAST_END, TIMES };
+static double profile_pair(cl_event first, cl_event last, cl_ulong t[TIMES]) {
   cl_int e = clWaitForEvents(1, &last);
   if (e == CL_SUCCESS)
-    e = profile_read(first, &first_start, &first_end);
+    e = profile_read(first, &t[FIRST_START], &t[FIRST_END]);
   if (e == CL_SUCCESS)
-    e = profile_read(last, &start, &end);
+    e = profile_read(last, &t[LAST_START], &t[LAST_END]);
   clReleaseEvent(first);
   clReleaseEvent(last);
-  const double own = profile_seconds(e, start, end);
+  return profile_seconds(e, t[LAST_START], t[LAST_END]);
+}
+
+double tool_span_seconds(cl_event first, cl_event last, double *last_own) {
+  cl_ulong t[TIMES] = {0};
+  const double own = profile_pair(first, last, t);
   if (own < 0)
     return own;
-  if (end < first_end)
+  if (t[LAST_END] < t[FIRST_END])
     return PROFILE_BACKWARDS;
   if (last_own)
     *last_own = own;
-  return profile_seconds(e, first_end, end);
+  return profile_seconds(CL_SUCCESS, t[FIRST_END], t[LAST_END]);
 }
 
 double tool_call_seconds(cl_event first, cl_event last) {
-  cl_ulong start = 0, first_end = 0, end = 0, last_start = 0;
-  cl_int e = clWaitForEvents(1, &last);
-  if (e == CL_SUCCESS)
-    e = profile_read(first, &start, &first_end);
-  if (e == CL_SUCCESS)
-    e = profile_read(last, &last_start, &end);
-  clReleaseEvent(first);
-  clReleaseEvent(last);
-  const double own = profile_seconds(e, last_start, end);
+  cl_ulong t[TIMES] = {0};
+  const double own = profile_pair(first, last, t);
   if (own < 0)
     return own;
-  if (last_start < start || first_end < start)
+  if (t[LAST_START] < t[FIRST_START] || t[FIRST_END] < t[FIRST_START])
     return PROFILE_BACKWARDS;
-  return profile_seconds(e, start, end);
+  return profile_seconds(CL_SUCCESS, t[FIRST_START], t[LAST_END]);
 }
 
 int tool_time_plausible(double event_s, double wall_s, double bytes, double copy_gbps, char *why,
