@@ -282,7 +282,13 @@ size_t clnorm__groups_per_cu(unsigned wg) {
  * tiles, with 2 chunks a row at least: there the whole-row kernel's partial rows cost more than
  * the second read of the rows (PoCL 5, 16 cores: 64 x 65536 3.5-7x faster, 256 x 65536
  * 1.4-2.2x, 1024 x 16384 the same; docs/PERFORMANCE.md); on a GPU wherever the row is not
- * held. */
+ * held.
+ * A GPU's forward call splits only rows of at least GPU_SPLIT_MIN_ROW_BYTES: the second kernel
+ * costs more than a shorter row's single group takes (H100, 8 and 128 rows, the heuristic's
+ * split against the tuned whole-row variants: float32 8192 and 12288 cols 2.3-2.7x slower, 16384
+ * 1.2-1.5x; bfloat16 8192 and 16384 2.2-3.2x, 32768 1.0-1.6x; at 128 KB a row the split was as
+ * fast as the best whole-row variant at 8 rows, within 1.1x at 128; docs/TUNING.md). */
+#define GPU_SPLIT_MIN_ROW_BYTES ((size_t)128 * 1024)
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v) {
   if (v->tpr != v->wg)
@@ -297,6 +303,8 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
   const int bwd_unheld = bwd && !cpu && v->hold == 0;
   if (bwd && !bwd_unheld &&
       clnorm__bwd_tiles(v, call->cols) < (cpu ? 2 * (size_t)info->compute_units : 2 * call->rows))
+    return 1;
+  if (!bwd && !cpu && call->cols * clnorm__dtype_size(call->dtype) < GPU_SPLIT_MIN_ROW_BYTES)
     return 1;
   unsigned splits = 1;
   while (splits < 1024 && call->rows * splits * 2 <= fill &&

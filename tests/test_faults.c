@@ -376,8 +376,9 @@ int main(void) {
   oc_default(&rms, CLNORM_OP_RMSNORM, CLNORM_F16, 300, 512);
   oc_default(&bwd, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 70, 768);
   oc_default(&rms_bwd, CLNORM_OP_RMSNORM_BWD, CLNORM_BF16, 20, 256);
-  /* few long rows: the split-row path (clnorm__split_count) */
-  oc_default(&split, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 16384);
+  /* few long rows: the split-row path (clnorm__split_count; a GPU's forward splits rows of 128 KB
+   * or more) */
+  oc_default(&split, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 32768);
   /* a backward call splits where it has enough column tiles (on a CPU, two per compute unit):
    * the narrowest power of two from 16384 columns that does on this device */
   size_t bwd_cols = 16384;
