@@ -898,6 +898,21 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
 
 inline floatv squarev(floatv v) { return v * v; }
 
+/* out = the sum of TERM(i) over the work-item's vectors of the row, for the rare path of issue
+ * 25 (STATS_BAD below): TERM may read HELD_GET(i, k). A held row is at most HOLD vectors per
+ * work-item, whose one accumulator loses nothing; a row that is not held is summed as
+ * SUM_UNHELD does, in blocks, so that a work-item owning many elements keeps its precision. */
+#if HOLD > 0
+#define RARE_SUM(out, TERM)                                                                        \
+  do {                                                                                             \
+    floatv a_ = 0.0f;                                                                              \
+    FOR_VECS(i, k, nvec) { a_ += TERM(i); }                                                        \
+    out = HSUM(a_);                                                                                \
+  } while (0)
+#else
+#define RARE_SUM(out, TERM) SUM_UNHELD(out, TERM)
+#endif
+
 /* Bits of the kernels' `flags` argument: which optional buffers were given. */
 #define HAS_GAMMA 1u
 #define HAS_BETA 2u
@@ -906,3 +921,170 @@ inline floatv squarev(floatv v) { return v * v; }
 #define HAS_SUM 16u
 #define HAS_DGAMMA 32u
 #define HAS_DBETA 64u
+
+/* Rows whose float32 statistics over- or underflow (issue 25). The plain path stays as it is;
+ * a row whose variance (RMSNorm: mean square) is not finite, or below VAR_LO, where the squares
+ * that underflowed may have lost more than 2^-49 of it (each loses at most 2^-149), takes a rare
+ * second path: its values scaled by sc = 2^k from the largest |x| of the row, exact in floating
+ * point, so that the largest is in [1, 4) and no square over- or underflows. */
+#define VAR_LO 0x1p-100f
+#define STATS_BAD(var) (!((var) >= VAR_LO && (var) <= FLT_MAX))
+
+/* 2^k, for -126 <= k <= 127 */
+inline float pow2i(int k) { return as_float((uint)(k + 127) << 23); }
+
+/* The bits of |v| as unsigned integers: ordered as the values are, and a NaN above every Inf,
+ * so that their maximum is the row's largest |x|, or a NaN or an Inf where the row has one. */
+#if VEC == 1
+#define ABS_BITS(v) (as_uint(v) & 0x7FFFFFFFu)
+inline uint hmax_bits(uint v) { return v; }
+#else
+#define ABS_BITS(v) (CAT(as_uint, VSUFFIX)(v) & (uintv)0x7FFFFFFFu)
+inline uint hmax_bits(uintv v) {
+#if VEC == 16
+  const uint8 a = max(v.lo, v.hi);
+  const uint4 b = max(a.lo, a.hi);
+#elif VEC == 8
+  const uint4 b = max(v.lo, v.hi);
+#elif VEC == 4
+  const uint4 b = v;
+#endif
+#if VEC == 2
+  return max(v.s0, v.s1);
+#else
+  return max(max(b.s0, b.s1), max(b.s2, b.s3));
+#endif
+}
+#endif
+
+/* The exponent k of the scale of a row whose largest |x| has the bits mb (finite, not 0):
+ * the largest |x| times 2^k is in [1, 4), and 2^k and 2^-k are normal floats. */
+inline int scale_exp(uint mb) {
+  /* the exponent of the largest |x| from its bits (subnormal: from its leading bit) */
+  const int e = mb >= 0x00800000u ? (int)(mb >> 23) - 127 : (int)(31 - clz(mb)) - 149;
+  return clamp(-e, -126, 126);
+}
+
+/* v * 2^126 for |v| below 2^-126 (a subnormal or 0): the scale of a row whose largest |x| is
+ * subnormal (scale_exp gives 126). Such a value is its bits' significand times 2^-149, so the
+ * product is that integer, converted, times 2^-23: the same value as v * 2^126, reached without
+ * an operation on a subnormal float, which costs a CPU a microcode assist (issue 25, point 4). */
+inline float subn_scale1(float v) {
+  const int b = as_int(v), s = b >> 31;
+  return convert_float(((b & 0x7FFFFF) ^ s) - s) * 0x1p-23f;
+}
+#if VEC == 1
+#define subn_scale(v) subn_scale1(v)
+#else
+typedef CAT(int, VEC) intv;
+inline floatv subn_scale(floatv v) {
+  const intv b = CAT(as_int, VSUFFIX)(v), s = b >> 31;
+  return CAT(convert_float, VSUFFIX)(((b & 0x7FFFFF) ^ s) - s) * 0x1p-23f;
+}
+#endif
+/* v * sc, through subn_scale where the row's largest |x| is subnormal (subn), for single
+ * elements */
+inline float scale1(float v, float sc, bool subn) { return subn ? subn_scale1(v) : v * sc; }
+
+/* The rstd of a row whose values were scaled by sc = 2^k, from the variance (RMSNorm: the mean
+ * square) var_s of the scaled values; *ry: the factor that gives y from the scaled values'
+ * deviations. eps * 2^2k may overflow, where the variance is negligible beside eps; it may
+ * underflow, negligible beside any variance but 0: a row of one value, whose y is 0 (beta). */
+inline float scaled_rstd(float var_s, float eps, float sc, float *ry) {
+  const float e2 = eps * sc * sc;
+  if (var_s == 0.0f) {
+    *ry = 0.0f;
+    return rsqrt(eps);
+  }
+  if (isinf(e2)) {
+    const float r = rsqrt(eps);
+    *ry = r * (1.0f / sc);
+    return r;
+  }
+  const float r = rsqrt(var_s + e2);
+  *ry = r;
+  return r * sc;
+}
+
+/* The maximum of the bits v over the TPR work-items of this row, every one of which receives
+ * it; the rules of row_sum (every work-item of the group calls it). */
+inline uint row_max_bits(uint v, __local float *scratch) {
+#if TPR == 1
+  return v;
+#else
+  const uint lid = get_local_id(0);
+  const uint lane = lid % TPR;
+  const uint base = lid - lane;
+#if REDUCE == 2
+  for (uint m = (TPR < WARP ? TPR : WARP) / 2; m > 0; m >>= 1)
+    v = max(v, as_uint(shfl_xor(as_float(v), m)));
+#if TPR > WARP
+  if (lid % WARP == 0)
+    scratch[lid / WARP] = as_float(v);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  v = 0;
+  for (uint w = 0; w < TPR / WARP; w++)
+    v = max(v, as_uint(scratch[base / WARP + w]));
+  barrier(ROW_DONE_FENCE);
+#endif
+  return v;
+#elif REDUCE == 1
+  v = sub_group_reduce_max(v);
+  if (get_sub_group_local_id() == 0)
+    scratch[get_sub_group_id()] = as_float(v);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  v = 0;
+  const uint groups = get_num_sub_groups();
+  for (uint s = 0; s < groups; s++)
+    v = max(v, as_uint(scratch[s]));
+  barrier(ROW_DONE_FENCE);
+  return v;
+#else
+  scratch[lid] = as_float(v);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = TPR / 2; s > 0; s >>= 1) {
+    if (lane < s)
+      scratch[lid] = as_float(max(as_uint(scratch[lid]), as_uint(scratch[lid + s])));
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  v = as_uint(scratch[base]);
+  barrier(ROW_DONE_FENCE);
+  return v;
+#endif
+#endif
+}
+
+/* Whether b holds for any row of the work-group, the same answer on every work-item: the rare
+ * path's reductions have barriers (shuffles over the whole warp), which every work-item must
+ * meet. With one row per group (or no barriers) the row's own answer. `flag`: one int of local
+ * memory; `tag`: different on consecutive calls. Each call follows a reduction of the row's
+ * statistics, whose barriers every work-item passed after reading the previous call's flag, so
+ * one barrier suffices. */
+inline bool group_any(bool b, __local uint *flag, uint tag) {
+#if TPR == 1 || RPG == 1
+  (void)flag;
+  (void)tag;
+  return b;
+#elif REDUCE == 2 && TPR <= WARP /* shuffles only: the warp's rows agree */
+  (void)flag;
+  (void)tag;
+  float f = b ? 1.0f : 0.0f;
+  for (uint m = (WG < WARP ? WG : WARP) / 2; m >= TPR; m >>= 1)
+    f = fmax(f, shfl_xor(f, m));
+  return f != 0.0f;
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__)
+  /* A CPU (PoCL): its kernel compiler (3.1) miscompiled barriers in a branch that every
+   * work-item of a group of several rows takes alike (the rows' other values came out wrong), so
+   * there the rare path's reductions always run; its loops still run only for its rows. The CPU
+   * kernels take one work-item per row, without barriers (the first case above). */
+  (void)b;
+  (void)flag;
+  (void)tag;
+  return true;
+#else
+  if (b)
+    *flag = tag;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return *flag == tag;
+#endif
+}
