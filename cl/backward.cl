@@ -15,15 +15,6 @@
 #define RMS 0
 #endif
 
-/* xhat = (x - mean) * rstd of a row, after XHAT_ROW(mean, rstd). A row with rstd < 2^-100 has a
- * spread over 2^100 and x - mean may overflow (|x - mean| <= sqrt(cols) / rstd): it takes x and
- * mean scaled by 2^-64 and rstd by 2^64, exact but for values below 2^-62, negligible beside its
- * spread (issue 25). Other rows multiply x by 1: a select per row, a multiplication per element. */
-#define XHAT_ROW(mean, rstd)                                                                       \
-  const float xs_ = (rstd) < 0x1p-100f ? 0x1p-64f : 1.0f;                                          \
-  const float mean_s_ = (mean) * xs_, rstd_s_ = (rstd) * (1.0f / xs_)
-#define XHAT(xv) (((xv) * xs_ - mean_s_) * rstd_s_)
-
 #if !SPLIT
 /* With HOLD > 0 the slot's dgamma and dbeta sums of its columns stay in registers (HOLD vectors
  * each); the row itself (x, dy, gamma) is held too where that adds at most 32 floats a work-item
@@ -144,7 +135,7 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     for (uint q = 0; q < BWD_RI; q++) {
       const uint nvec = act[q] ? nvec_all : 0;
       const uint ncols = act[q] ? cols : 0;
-      XHAT_ROW(mean_q[q], rstd_q[q]);
+      const float mean = mean_q[q], rstd = rstd_q[q];
       __global const stype *xr = x + x_off + rq[q] * x_stride;
       __global const stype *dyr = dy + dy_off + rq[q] * dy_stride;
       /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy */
@@ -152,14 +143,14 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       FOR_VECS(i, k, nvec) {
         const floatv dv = BWD_DY(q, i, k);
         const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
-        a1 += g * XHAT(BWD_X(q, i, k));
+        a1 += g * ((BWD_X(q, i, k) - mean) * rstd);
         a2 += g;
       }
       float s1 = HSUM(a1), s2 = HSUM(a2);
       for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
         const float dv = LOAD1(dyr, i);
         const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
-        s1 += g * XHAT(LOAD1(xr, i));
+        s1 += g * ((LOAD1(xr, i) - mean) * rstd);
         s2 += g;
       }
 #if RMS
@@ -174,8 +165,7 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     }
     for (uint q = 0; q < BWD_RI && act[q]; q++) {
       const ulong r = rq[q];
-      const float rstd = rstd_q[q], c1 = c1q[q], c2 = c2q[q];
-      XHAT_ROW(mean_q[q], rstd);
+      const float mean = mean_q[q], rstd = rstd_q[q], c1 = c1q[q], c2 = c2q[q];
       const uint ncols = cols;
       __global const stype *xr = x + x_off + r * x_stride;
       __global const stype *dyr = dy + dy_off + r * dy_stride;
@@ -203,7 +193,7 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
         const floatv dv = LOADV(dyo, i);
         const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
 #endif
-        const floatv xhat = XHAT(xv);
+        const floatv xhat = (xv - mean) * rstd;
         PREFETCH_V(xn, i);
         PREFETCH_V(dyn, i);
         STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
@@ -223,7 +213,7 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
         const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
         const float dv = LOAD1(dyr, i);
-        const float xhat = XHAT(LOAD1(xr, i));
+        const float xhat = (LOAD1(xr, i) - mean) * rstd;
         const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
         STORE1(dxr, i, rstd * (g - c2 - xhat * c1));
         if (want_w) {
@@ -402,20 +392,19 @@ bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     const float mean = mean_in[row];
 #endif
     const float rstd = rstd_in[row];
-    XHAT_ROW(mean, rstd);
     const uint nvec = count / VEC;
     floatv a1 = 0.0f, a2 = 0.0f;
     for (uint i = lane; i < nvec; i += TPR) {
       const floatv dv = LOADV(dyr, i);
       const floatv g = has_gamma ? dv * LOADV(gr, i) : dv;
-      a1 += g * XHAT(LOADV(xr, i));
+      a1 += g * ((LOADV(xr, i) - mean) * rstd);
       a2 += g;
     }
     float s1 = HSUM(a1), s2 = HSUM(a2);
     for (uint i = nvec * VEC + lane; i < count; i += TPR) {
       const float dv = LOAD1(dyr, i);
       const float g = has_gamma ? dv * LOAD1(gr, i) : dv;
-      s1 += g * XHAT(LOAD1(xr, i));
+      s1 += g * ((LOAD1(xr, i) - mean) * rstd);
       s2 += g;
     }
     s1 = row_sum(s1, scratch);
@@ -502,7 +491,6 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
         const float mean = mean_in[r];
 #endif
         const float rstd = rstd_in[r];
-        XHAT_ROW(mean, rstd);
         __global const stype *xr = x + x_off + r * x_stride;
         __global const stype *dyr = dy + dy_off + r * dy_stride;
         __global stype *dxr = dx + dx_off + r * dx_stride;
@@ -517,7 +505,7 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
           if (i < nvec) {
             const floatv xv = SPLIT_X(q, i, k);
             const floatv dv = SPLIT_DY(q, i, k);
-            const floatv xhat = XHAT(xv);
+            const floatv xhat = (xv - mean) * rstd;
             const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
             PREFETCH_V(xn, k);
             PREFETCH_V(dyn, k);
@@ -563,9 +551,8 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
         const float mean = mean_in[r];
 #endif
         const float rstd = rstd_in[r];
-        XHAT_ROW(mean, rstd);
         const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
-        const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
+        const float xhat = (LOAD1(x + x_off + r * x_stride, j) - mean) * rstd;
         const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
         STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
         ag += dv * xhat;

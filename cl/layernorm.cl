@@ -16,10 +16,8 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
               const uint flags) {
 #if TPR > 1
   __local float scratch[3 * WG];
-  __local uint any_flag[1];
 #else
   __local float *scratch = 0;
-  __local uint *any_flag = 0;
 #endif
 #if RB
   float rbuf[RBUF];
@@ -40,7 +38,7 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #if ADD
     __global const stype *rr = res + r_off + (active ? row : 0) * r_stride;
 #endif
-    float pivot = active ? SRC1(0) : 0.0f;
+    const float pivot = active ? SRC1(0) : 0.0f;
     HELD_DECL;
     WEIGHTS_DECL(gamma, beta, (flags & HAS_GAMMA) != 0, (flags & HAS_BETA) != 0);
 
@@ -158,66 +156,18 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
 #endif
 
     float rstd = rsqrt(var + eps);
-    const bool bad = active && (STATS_BAD(var) || !isfinite(mean_d));
     if (!isfinite(mean_d) || !isfinite(var)) { /* a NaN or Inf in the row: all of it is NaN */
       rstd = NAN;
       mean_d = NAN;
-    }
-    /* The rare path (STATS_BAD, cl/common.cl): the two-pass statistics of the row scaled by
-     * sc = 2^k, then y from the scaled values; the outputs mean and rstd scaled back. Where the
-     * largest |x| is a NaN or an Inf, the NaN above stands. */
-    float out_mean = pivot + mean_d, out_rstd = rstd, sc = 1.0f;
-    bool scaled = false, subn = false;
-    if (group_any(bad, any_flag, (uint)b)) {
-      uint mb = 0;
-      if (bad) {
-        FOR_VECS(i, k, nvec) { mb = max(mb, hmax_bits(ABS_BITS(HELD_GET(i, k)))); }
-        for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
-          mb = max(mb, as_uint(SRC1(i)) & 0x7FFFFFFFu);
-      }
-      mb = row_max_bits(mb, scratch);
-      scaled = bad && mb != 0u && mb < 0x7F800000u;
-      subn = scaled && mb < 0x00800000u;
-      const int ks = scaled ? scale_exp(mb) : 0;
-      sc = pow2i(ks);
-      const float pv = scale1(pivot, sc, subn);
-#define LN_RARE_D(i) (HELD_GET(i, k) * sc - pv)
-#define LN_RARE_DD(i) squarev(HELD_GET(i, k) * sc - pv - md)
-#define LN_RARE_D_SUBN(i) (subn_scale(HELD_GET(i, k)) - pv)
-#define LN_RARE_DD_SUBN(i) squarev(subn_scale(HELD_GET(i, k)) - pv - md)
-      float sum = 0.0f;
-      if (subn)
-        RARE_SUM(sum, LN_RARE_D_SUBN);
-      else if (scaled)
-        RARE_SUM(sum, LN_RARE_D);
-      for (uint i = nvec * VEC + lane; scaled && i < ncols; i += TPR)
-        sum += scale1(SRC1(i), sc, subn) - pv;
-      const float md = row_sum(sum, scratch) / (float)cols;
-      float sq = 0.0f;
-      if (subn)
-        RARE_SUM(sq, LN_RARE_DD_SUBN);
-      else if (scaled)
-        RARE_SUM(sq, LN_RARE_DD);
-      for (uint i = nvec * VEC + lane; scaled && i < ncols; i += TPR) {
-        const float dd = scale1(SRC1(i), sc, subn) - pv - md;
-        sq += dd * dd;
-      }
-      const float var_s = row_sum(sq, scratch) / (float)cols;
-      if (scaled) {
-        out_rstd = scaled_rstd(var_s, eps, sc, &rstd);
-        out_mean = pivot + md * pow2i(-ks);
-        pivot = pv;
-        mean_d = md;
-      }
     }
     if (!active)
       continue;
     const ulong r = row;
     if (lane == 0) {
       if (flags & HAS_MEAN)
-        mean_out[r] = out_mean;
+        mean_out[r] = pivot + mean_d;
       if (flags & HAS_RSTD)
-        rstd_out[r] = out_rstd;
+        rstd_out[r] = rstd;
     }
     __global stype *yr = y + y_off + r * y_stride;
     /* the row this work-item takes next (PoCL runs a group's work-items in order) */
@@ -244,10 +194,10 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global stype *const so = sr + head;
 #endif
     /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
-#define LN_OUT(HV, SCL)                                                                            \
+#define LN_OUT(HV)                                                                                 \
   FOR_VECS(i, k, nvo) {                                                                            \
     const floatv h = HV(i, k);                                                                     \
-    floatv o = (SCL(h) - pivot - mean_d) * rstd;                                                   \
+    floatv o = (h - pivot - mean_d) * rstd;                                                        \
     if (has_gamma)                                                                                 \
       o *= GAMMA_V(go, i, k);                                                                      \
     if (has_beta)                                                                                  \
@@ -257,28 +207,17 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     STOREV(yo, i, o);                                                                              \
   }
 #define LN_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
-#define LN_PLAIN(h) (h)
-#define LN_SCALED(h) ((h) * sc)
-#define LN_SUBN(h) subn_scale(h)
-    /* the scaled rows have a loop of their own: the plain one stays as it was */
-    if (subn) {
-      LN_OUT(LN_ROWV, LN_SUBN)
-    } else if (scaled) {
-      LN_OUT(LN_ROWV, LN_SCALED)
-    }
 #if RB
 #define LN_BUFV(i, k) RB_GETV(rbuf + head, i)
-    else if (rb) {
-      LN_OUT(LN_BUFV, LN_PLAIN)
-    }
+    if (rb)
+      LN_OUT(LN_BUFV)
+    else
 #endif
-    else {
-      LN_OUT(LN_ROWV, LN_PLAIN)
-    }
+      LN_OUT(LN_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
       const float h = RB_READ1(rbuf, i);
-      float o = (scale1(h, sc, subn) - pivot - mean_d) * rstd;
+      float o = (h - pivot - mean_d) * rstd;
       if (has_gamma)
         o *= LOAD1(gamma, i);
       if (has_beta)

@@ -9,10 +9,8 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
             const uint flags) {
 #if TPR > 1
   __local float scratch[WG];
-  __local uint any_flag[1];
 #else
   __local float *scratch = 0;
-  __local uint *any_flag = 0;
 #endif
 #if RB
   float rbuf[RBUF]; /* the row buffer (cl/common.cl) */
@@ -61,45 +59,13 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     }
     sq = row_sum(sq, scratch);
     float rstd = rsqrt(sq / (float)cols + eps);
-    const bool bad = active && STATS_BAD(sq / (float)cols);
     if (!isfinite(sq)) /* a NaN or Inf in the row: all of it is NaN */
       rstd = NAN;
-    /* The rare path (STATS_BAD, cl/common.cl): the mean square of the row scaled by sc = 2^k,
-     * y from the scaled values, rstd scaled back. Where the largest |x| is a NaN or an Inf, the
-     * NaN above stands. */
-    float out_rstd = rstd, sc = 1.0f;
-    bool scaled = false, subn = false;
-    if (group_any(bad, any_flag, (uint)b)) {
-      uint mb = 0;
-      if (bad) {
-        FOR_VECS(i, k, nvec) { mb = max(mb, hmax_bits(ABS_BITS(HELD_GET(i, k)))); }
-        for (uint i = nvec * VEC + lane; i < ncols; i += TPR)
-          mb = max(mb, as_uint(SRC1(i)) & 0x7FFFFFFFu);
-      }
-      mb = row_max_bits(mb, scratch);
-      scaled = bad && mb != 0u && mb < 0x7F800000u;
-      subn = scaled && mb < 0x00800000u;
-      sc = pow2i(scaled ? scale_exp(mb) : 0);
-#define RMS_RARE_SQ(i) squarev(HELD_GET(i, k) * sc)
-#define RMS_RARE_SQ_SUBN(i) squarev(subn_scale(HELD_GET(i, k)))
-      float sq_s = 0.0f;
-      if (subn)
-        RARE_SUM(sq_s, RMS_RARE_SQ_SUBN);
-      else if (scaled)
-        RARE_SUM(sq_s, RMS_RARE_SQ);
-      for (uint i = nvec * VEC + lane; scaled && i < ncols; i += TPR) {
-        const float h = scale1(SRC1(i), sc, subn);
-        sq_s += h * h;
-      }
-      sq_s = row_sum(sq_s, scratch);
-      if (scaled)
-        out_rstd = scaled_rstd(sq_s / (float)cols, eps, sc, &rstd);
-    }
     if (!active)
       continue;
     const ulong r = row;
     if (lane == 0 && (flags & HAS_RSTD))
-      rstd_out[r] = out_rstd;
+      rstd_out[r] = rstd;
     __global stype *yr = y + y_off + r * y_stride;
     /* the row this work-item takes next (PoCL runs a group's work-items in order) */
     __global const stype *xn = NEXT_ROW(xr, x_stride, r + 1 < rows, cols);
@@ -124,10 +90,10 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global stype *const so = sr + head;
 #endif
     /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
-#define RMS_OUT(HV, SCL)                                                                           \
+#define RMS_OUT(HV)                                                                                \
   FOR_VECS(i, k, nvo) {                                                                            \
     const floatv h = HV(i, k);                                                                     \
-    floatv o = SCL(h) * rstd;                                                                      \
+    floatv o = h * rstd;                                                                           \
     if (has_gamma)                                                                                 \
       o *= GAMMA_V(go, i, k);                                                                      \
     ADD_SUM_OUT(i, h);                                                                             \
@@ -135,28 +101,17 @@ rmsnorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     STOREV(yo, i, o);                                                                              \
   }
 #define RMS_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
-#define RMS_PLAIN(h) (h)
-#define RMS_SCALED(h) ((h) * sc)
-#define RMS_SUBN(h) subn_scale(h)
-    /* the scaled rows have a loop of their own: the plain one stays as it was */
-    if (subn) {
-      RMS_OUT(RMS_ROWV, RMS_SUBN)
-    } else if (scaled) {
-      RMS_OUT(RMS_ROWV, RMS_SCALED)
-    }
 #if RB
 #define RMS_BUFV(i, k) RB_GETV(rbuf + head, i)
-    else if (rb) {
-      RMS_OUT(RMS_BUFV, RMS_PLAIN)
-    }
+    if (rb)
+      RMS_OUT(RMS_BUFV)
+    else
 #endif
-    else {
-      RMS_OUT(RMS_ROWV, RMS_PLAIN)
-    }
+      RMS_OUT(RMS_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
       const float h = RB_READ1(rbuf, i);
-      float o = scale1(h, sc, subn) * rstd;
+      float o = h * rstd;
       if (has_gamma)
         o *= LOAD1(gamma, i);
 #if ADD

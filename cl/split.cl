@@ -3,48 +3,16 @@
  * One row per group (TPR == WG); RMS selects RMSNorm, ADD the fused residual add.
  *
  * split_stats: the group of unit u = row * splits + s reduces elements [s * chunk, (s + 1) *
- * chunk) of its row to partial statistics in `partial` (4 floats per unit: the exponent k of the
- * chunk's scale, mean and M2 of (x - pivot) * 2^k, and the pivot, for LayerNorm; the sum of
- * squares of x * 2^k and k for RMSNorm). The pivot travels through `partial` because split_norm
- * may overwrite element 0 (in place) before another group of the row reads it. k is 0 but for a
- * chunk whose plain statistics over- or underflow or are large enough that merging them might
- * (CHUNK_BAD, the rare path of issue 25): such a chunk takes them again, of its values scaled by
- * 2^k from its largest |x| (cl/common.cl), and split_norm merges the chunks at the scale of the
- * largest. A chunk whose statistics are within the bounds is exact as it is, and so is their
- * merge (its M2 is at least the sum of theirs), so the row needs no second look at its values:
- * in place, other groups may already have overwritten them.
+ * chunk) of its row to partial statistics in `partial` (4 floats per unit: count, mean and M2
+ * of x - pivot, and the pivot, for LayerNorm; the sum of squares for RMSNorm). The pivot travels
+ * through `partial` because split_norm may overwrite element 0 (in place) before another group
+ * of the row reads it.
  * split_norm: every group merges its row's partials in the order s = 0, 1, ... (the same bits
  * on every run), then normalizes its chunk. It takes the units in reverse order, so that the
  * chunks split_stats read last are read again while they may still be in the cache.
  * No atomics, no spinning: the host enqueues split_norm after split_stats. */
 #ifndef RMS
 #define RMS 0
-#endif
-
-/* A chunk of `count` values (at least 1) whose statistics (mean of x - pivot, M2; RMSNorm: 0 and
- * the sum of squares) take the scaled path: over- or underflowing, or past bounds under which
- * merging up to 2^10 chunks of up to 2^32 values cannot overflow. */
-#define CHUNK_BAD(count, mean, m2)                                                                 \
-  ((count) > 0 && !((m2) >= VAR_LO * (float)(count) && (m2) <= 0x1p100f && fabs(mean) <= 0x1p40f))
-
-/* The elements [0, count) of the chunk: the largest |x|'s bits, over the group. */
-#define CHUNK_MAX_BITS(out)                                                                        \
-  do {                                                                                             \
-    uint mb_ = 0;                                                                                  \
-    for (uint i = lane; i < nvec; i += TPR)                                                        \
-      mb_ = max(mb_, hmax_bits(ABS_BITS(SRCV(i))));                                                \
-    for (uint i = nvec * VEC + lane; i < count; i += TPR)                                          \
-      mb_ = max(mb_, as_uint(SRC1(i)) & 0x7FFFFFFFu);                                              \
-    out = row_max_bits(mb_, scratch);                                                              \
-  } while (0)
-
-/* The exponent k of a chunk of zeros, whose statistics are the same at any scale. */
-#define K_ZERO 127
-/* The slot of a partial that holds the chunk's exponent k. */
-#if RMS
-#define KSLOT 1
-#else
-#define KSLOT 0
 #endif
 
 /* Element 0 of the row, the pivot of the LayerNorm statistics (as layernorm_fwd uses). */
@@ -106,29 +74,8 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
       sq += h * h;
     }
     sq = row_sum(sq, scratch);
-    int ks = 0;
-    if (CHUNK_BAD(count, 0.0f, sq)) { /* the same on every work-item: one chunk per group */
-      uint mb;
-      CHUNK_MAX_BITS(mb);
-      if (mb == 0u) {
-        ks = K_ZERO;
-      } else if (mb < 0x7F800000u) {
-        ks = scale_exp(mb);
-        const float sc = pow2i(ks);
-#define SPLIT_RARE_SQ(i) squarev(SRCV(i) * sc)
-        float q;
-        SUM_UNHELD(q, SPLIT_RARE_SQ);
-        for (uint i = nvec * VEC + lane; i < count; i += TPR) {
-          const float h = SRC1(i) * sc;
-          q += h * h;
-        }
-        sq = row_sum(q, scratch);
-      }
-    }
-    if (lane == 0) {
+    if (lane == 0)
       partial[4 * u] = sq;
-      partial[4 * u + 1] = (float)ks;
-    }
 #else
     const float pivot = row_pivot(x0, r0);
     /* Welford over blocks of at most 256 vectors merged by Chan, as layernorm_fwd does. */
@@ -171,36 +118,8 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
       st.m2 += delta * (d - st.mean);
     }
     st = row_stats(st, scratch);
-    int ks = 0;
-    if (CHUNK_BAD(count, st.mean, st.m2)) { /* the same on every work-item: one chunk per group */
-      uint mb;
-      CHUNK_MAX_BITS(mb);
-      /* the pivot too, which need not be in the chunk: (x - pivot) * 2^k must not overflow */
-      mb = max(mb, as_uint(pivot) & 0x7FFFFFFFu);
-      if (mb == 0u) {
-        ks = K_ZERO;
-      } else if (mb < 0x7F800000u) {
-        ks = scale_exp(mb);
-        const float sc = pow2i(ks), pv = pivot * sc;
-#define SPLIT_RARE_D(i) (SRCV(i) * sc - pv)
-#define SPLIT_RARE_DD(i) squarev(SRCV(i) * sc - pv - md)
-        float sum;
-        SUM_UNHELD(sum, SPLIT_RARE_D);
-        for (uint i = nvec * VEC + lane; i < count; i += TPR)
-          sum += SRC1(i) * sc - pv;
-        const float md = row_sum(sum, scratch) / (float)count;
-        float q;
-        SUM_UNHELD(q, SPLIT_RARE_DD);
-        for (uint i = nvec * VEC + lane; i < count; i += TPR) {
-          const float dd = SRC1(i) * sc - pv - md;
-          q += dd * dd;
-        }
-        st.mean = md;
-        st.m2 = row_sum(q, scratch);
-      }
-    }
     if (lane == 0) {
-      partial[4 * u] = (float)ks;
+      partial[4 * u] = st.n;
       partial[4 * u + 1] = st.mean;
       partial[4 * u + 2] = st.m2;
       partial[4 * u + 3] = pivot;
@@ -228,32 +147,13 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
     const uint begin = s * chunk;
     const uint count = begin < cols ? min(chunk, cols - begin) : 0;
     __global const float *pr = partial + 4 * row * splits;
-    /* the scale of the row: the smallest exponent of its chunks' (0 for a plain chunk; K_ZERO,
-     * no constraint, for a chunk of zeros), that of the chunk of the largest values; the plain
-     * path where every chunk's is 0 */
-    int kmin = K_ZERO, kmax = 0;
-    for (uint p = 0; p < splits && p * chunk < cols; p++) {
-      const int kp = (int)pr[4 * p + KSLOT];
-      kmin = min(kmin, kp);
-      kmax = max(kmax, kp);
-    }
-    kmin = kmin == K_ZERO ? 0 : kmin;
-    const bool scaled = kmin != 0 || kmax != 0;
-    const float sc = pow2i(kmin);
 #if RMS
     float sq = 0.0f;
-    if (!scaled) {
-      for (uint p = 0; p < splits; p++)
-        sq += pr[4 * p];
-    } else {
-      for (uint p = 0; p < splits; p++)
-        sq += ldexp(pr[4 * p], 2 * (kmin - (int)pr[4 * p + 1]));
-    }
-    float rstd = rsqrt(sq / (float)cols + eps), out_rstd = rstd;
+    for (uint p = 0; p < splits; p++)
+      sq += pr[4 * p];
+    float rstd = rsqrt(sq / (float)cols + eps);
     if (!isfinite(sq)) /* a NaN or Inf in the row: all of it is NaN */
-      rstd = out_rstd = NAN;
-    else if (scaled)
-      out_rstd = scaled_rstd(sq / (float)cols, eps, sc, &rstd);
+      rstd = NAN;
     const float pivot = 0.0f, mean_d = 0.0f;
 #else
     stats_t st;
@@ -262,25 +162,17 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
     st.m2 = 0.0f;
     for (uint p = 0; p < splits; p++) {
       stats_t o;
-      const uint b0 = p * chunk;
-      o.n = b0 < cols ? (float)min(chunk, cols - b0) : 0.0f;
+      o.n = pr[4 * p];
       o.mean = pr[4 * p + 1];
       o.m2 = pr[4 * p + 2];
-      if (scaled) { /* to the row's scale: down by 2^(kmin - k), exact but where it underflows */
-        const int dk = kmin - (int)pr[4 * p];
-        o.mean = ldexp(o.mean, dk);
-        o.m2 = ldexp(o.m2, 2 * dk);
-      }
       st = stats_merge(st, o);
     }
     float mean_d = st.mean;
     const float var = st.m2 / (float)cols;
-    float rstd = rsqrt(var + eps), out_rstd = rstd;
+    float rstd = rsqrt(var + eps);
     if (!isfinite(mean_d) || !isfinite(var)) { /* a NaN or Inf in the row: all of it is NaN */
-      rstd = out_rstd = NAN;
+      rstd = NAN;
       mean_d = NAN;
-    } else if (scaled) {
-      out_rstd = scaled_rstd(var, eps, sc, &rstd);
     }
 #endif
     __global const stype *x0 = x + x_off + row * x_stride;
@@ -292,16 +184,15 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
     const bool has_sum = (flags & HAS_SUM) != 0;
 #endif
 #if !RMS
-    /* y from the scaled values: (x * sc - pivot * sc - mean_d) * rstd */
-    const float pivot = pr[3] * sc;
+    const float pivot = pr[3];
 #endif
     if (s == 0 && lane == 0) {
 #if !RMS
       if (flags & HAS_MEAN)
-        mean_out[row] = pr[3] + mean_d * pow2i(-kmin);
+        mean_out[row] = pivot + mean_d;
 #endif
       if (flags & HAS_RSTD)
-        rstd_out[row] = out_rstd;
+        rstd_out[row] = rstd;
     }
     __global stype *yr = y + y_off + row * y_stride + begin;
     __global const stype *gr = gamma + begin;
@@ -309,37 +200,22 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
     /* Every element is read before it is written, by the same work-item: y and sum_out may be
      * x or the residual. */
     const uint nvec = count / VEC;
-#define SPLIT_OUT(SCL)                                                                             \
-  for (uint i = lane; i < nvec; i += TPR) {                                                        \
-    const floatv h = SRCV(i);                                                                      \
-    floatv o = (SCL(h) - pivot - mean_d) * rstd;                                                   \
-    if (has_gamma)                                                                                 \
-      o *= LOADV(gr, i);                                                                           \
-    if (has_beta)                                                                                  \
-      o += LOADV(br, i);                                                                           \
-    SPLIT_SUM_OUT(i, h);                                                                           \
-    STOREV(yr, i, o);                                                                              \
-  }
+    for (uint i = lane; i < nvec; i += TPR) {
+      const floatv h = SRCV(i);
+      floatv o = (h - pivot - mean_d) * rstd;
+      if (has_gamma)
+        o *= LOADV(gr, i);
+      if (has_beta)
+        o += LOADV(br, i);
 #if ADD
-#define SPLIT_SUM_OUT(i, h)                                                                        \
-  do {                                                                                             \
-    if (has_sum)                                                                                   \
-      STOREV(sr, (i), (h));                                                                        \
-  } while (0)
-#else
-#define SPLIT_SUM_OUT(i, h) ((void)0)
+      if (has_sum)
+        STOREV(sr, i, h);
 #endif
-#define SPLIT_PLAIN(h) (h)
-#define SPLIT_SCALED(h) ((h) * sc)
-    /* the scaled rows have a loop of their own: the plain one stays as it was */
-    if (scaled) {
-      SPLIT_OUT(SPLIT_SCALED)
-    } else {
-      SPLIT_OUT(SPLIT_PLAIN)
+      STOREV(yr, i, o);
     }
     for (uint i = nvec * VEC + lane; i < count; i += TPR) {
       const float h = SRC1(i);
-      float o = (h * sc - pivot - mean_d) * rstd;
+      float o = (h - pivot - mean_d) * rstd;
       if (has_gamma)
         o *= LOAD1(gr, i);
       if (has_beta)

@@ -116,7 +116,7 @@ void oc_format(const oc_case *c, char *buf, size_t size) {
     }
   if (oc_is_add(c->op) && (c->absent & OC_ABSENT_SUM))
     PUT("%ssum_out", none ? " NULL:" : ",");
-  PUT(" data=%s", c->extreme ? "extreme" : data_name[c->data]);
+  PUT(" data=%s", data_name[c->data]);
   if (c->base)
     PUT(" base=%zu", c->base);
   if (c->bad_row >= 0)
@@ -195,74 +195,6 @@ static void draw_values(clnorm_rng *rng, float *v, size_t n, oc_data kind, clnor
   }
   for (size_t i = 0; i < n; i++)
     v[i] = clnorm_ref_store(v[i], (int)dtype);
-}
-
-/* The spread of a row as the op sees it: the standard deviation (RMSNorm: the root mean square). */
-static double row_spread(const float *v, size_t n, int rms) {
-  double mean = 0.0, sq = 0.0;
-  for (size_t i = 0; i < n && !rms; i++)
-    mean += v[i];
-  mean /= (double)n;
-  for (size_t i = 0; i < n; i++)
-    sq += ((double)v[i] - mean) * ((double)v[i] - mean);
-  return sqrt(sq / (double)n);
-}
-
-/* Rows of every magnitude (issue 25): row r's largest |value| is M_r, spaced evenly in log from
- * the dtype's smallest (float32, bfloat16: 1e-38; float16: 6e-8, its smallest subnormal) to its
- * largest (3e38; 65504) over the rows, in four patterns by (r + 1) % 4 (the largest M gets the
- * first): M_r at every fourth element and -M_r elsewhere, whose x - mean overflows (1.5 M_r)
- * where M_r > 2.3e38; N(0,1) scaled to M_r; M_r * (0.75 + 2^-8 N(0,1)), far from zero for its
- * spread; with eps > 0 every value M_r (no spread), with eps == 0 (where that rstd is infinite)
- * M_r at one element and 0 elsewhere. A row whose rstd would exceed 1e37 (eps 0) is scaled up
- * until it does not, or made +-M_r where rounding left it one value: a finite answer needs a
- * finite rstd. The residual of the add ops: N(0,1) scaled to M_r / 16. Values are the dtype's. */
-static void extreme_rows(clnorm_rng *rng, const oc_case *c, float *x, float *res) {
-  const int dt = (int)c->dtype, rms = oc_is_rms(c->op);
-  const double lo = dt == CLNORM_REF_F16 ? 6e-8 : 1e-38, hi = dt == CLNORM_REF_F16 ? 65504.0 : 3e38;
-  for (size_t r = 0; r < c->rows; r++) {
-    const double m = c->rows > 1 ? lo * pow(hi / lo, (double)r / (double)(c->rows - 1)) : hi;
-    float *xr = x + r * c->cols, *rr = res + r * c->cols;
-    double top = 0.0;
-    for (size_t i = 0; i < c->cols; i++) {
-      double z;
-      switch ((r + 1) % 4) {
-      case 0:
-        z = i % 4 ? -1.0 : 1.0;
-        break;
-      case 1:
-        z = clnorm_rng_normal(rng);
-        break;
-      case 2:
-        z = 0.75 + ldexp(clnorm_rng_normal(rng), -8);
-        break;
-      default:
-        z = c->eps > 0.0f || i == r % c->cols ? 1.0 : 0.0;
-        break;
-      }
-      xr[i] = (float)z;
-      top = fabs(z) > top ? fabs(z) : top;
-    }
-    for (size_t i = 0; i < c->cols; i++)
-      xr[i] = clnorm_ref_store((float)((double)xr[i] / top * m), dt);
-    const double spread = row_spread(xr, c->cols, rms);
-    if (c->eps == 0.0f && spread == 0.0)
-      for (size_t i = 0; i < c->cols; i++)
-        xr[i] = clnorm_ref_store((float)(i % 2 ? -m : m), dt);
-    else if (c->eps == 0.0f && spread < 1e-37)
-      for (size_t i = 0; i < c->cols; i++)
-        xr[i] = clnorm_ref_store((float)((double)xr[i] * (1e-37 / spread)), dt);
-    if (!oc_is_add(c->op))
-      continue;
-    double rtop = 0.0;
-    for (size_t i = 0; i < c->cols; i++) {
-      const double z = clnorm_rng_normal(rng);
-      rr[i] = (float)z;
-      rtop = fabs(z) > rtop ? fabs(z) : rtop;
-    }
-    for (size_t i = 0; i < c->cols; i++)
-      rr[i] = clnorm_ref_store((float)((double)rr[i] / rtop * m / 16.0), dt);
-  }
 }
 
 static size_t eff_stride(const oc_case *c, int role) {
@@ -354,8 +286,6 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
   draw_values(&rng, x, n, c->data, c->dtype);
   if (add)
     draw_values(&rng, res, n, c->data, c->dtype);
-  if (c->extreme)
-    extreme_rows(&rng, c, x, res);
   if (bwd)
     draw_values(&rng, dy, n, OC_NORMAL, c->dtype);
   for (size_t i = 0; i < cols; i++) {
@@ -378,14 +308,6 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
     for (size_t r = 0; r < rows; r++) {
       fmean[r] = (float)rmean[r];
       frstd[r] = (float)rrstd[r];
-      /* rows of every magnitude: dy of about 1 / rstd, so that dx is about 1 (float16: dy within
-       * [1e-7, 1], so that dx and dgamma stay within its range) */
-      const int f16 = c->dtype == CLNORM_F16;
-      const double lo = f16 ? 1e-7 : 1e-30, hi = f16 ? 1.0 : 1e30;
-      const double want = 1.0 / (double)frstd[r];
-      for (size_t i = 0; i < cols && c->extreme; i++)
-        dy[r * cols + i] = clnorm_ref_store(
-            (float)((double)dy[r * cols + i] * (want < lo ? lo : want > hi ? hi : want)), dt);
     }
     if (rms)
       clnorm_ref_rmsnorm_backward(rows, cols, dy, cols, x, cols, g, frstd, ref, rdg);
