@@ -348,7 +348,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
          "clnorm_ctx_load_tuning loaded %zu results, the database holds %zu winners",
          clnorm_ctx_tuned_count(ctx), n);
 
-  size_t nearest_checked = 0;
+  size_t nearest_checked = 0, refused_checked = 0;
   for (size_t i = 0; i < n; i++) {
     if (w[i].dtype != CLNORM_F32)
       continue;
@@ -373,7 +373,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
     /* a neighbour: another cols of the same divisibility and row class */
     static const size_t num[] = {3, 5, 1, 3, 2, 7, 9};
     static const size_t den[] = {4, 4, 2, 2, 1, 8, 8};
-    int found = 0;
+    int found = 0, refused = 0; /* a neighbour that ran a winner; one where none may run */
     for (size_t k = 0; k < sizeof num / sizeof num[0] && !found; k++) {
       if ((cols * num[k]) % den[k] != 0)
         continue;
@@ -382,9 +382,24 @@ static int cmd_tuned(const char *path, const char *show_json) {
           is_tuned_cols(w, n, &w[i], near_cols))
         continue;
       const clnorm_result *src = expected_nearest(w, n, &w[i], near_cols);
-      if (!src)
-        continue;
       call = harness_call(w[i].op, rows, near_cols);
+      if (!src) {
+        /* between two tuned cols whose winners differ, or too far beyond the tuned range: no
+         * neighbour's winner may be used here; the next level decides */
+        if (refused)
+          continue;
+        refused = 1;
+        st = clnorm_choose(ctx, &call, &v, &why);
+        clnorm_variant_format(&v, got_text, sizeof got_text);
+        EXPECT(st == CLNORM_OK && why != CLNORM_CHOICE_TUNED && why != CLNORM_CHOICE_NEAREST,
+               "%s %zu x %zu: chose %s (%s), but no tuned neighbour's winner may be used here",
+               op_name(w[i].op), rows, near_cols, got_text, clnorm_choice_string(why));
+        printf("  neighbour %s %zu x %zu: %s (%s, tuned neighbours disagree)\n",
+               op_name(w[i].op), rows, near_cols, got_text, clnorm_choice_string(why));
+        run_checked(&e, ctx, w[i].op, rows, near_cols, "no nearest");
+        refused_checked++;
+        continue;
+      }
       /* the winner of another cols may not fit this one (a held row too long): then the
        * dispatcher rightly falls back; look for a neighbour where it fits */
       if (!clnorm__variant_call_ok(&src->variant, near_cols, NULL, 0) ||
@@ -404,8 +419,8 @@ static int cmd_tuned(const char *path, const char *show_json) {
       run_checked(&e, ctx, w[i].op, rows, near_cols, "nearest");
       nearest_checked++;
     }
-    EXPECT(found,
-           "%s cols %zu: no neighbouring cols where the winner can run; give the test "
+    EXPECT(found || refused,
+           "%s cols %zu: no neighbouring cols to check the nearest rule on; give the test "
            "another tuned cols",
            op_name(w[i].op), cols);
 
@@ -427,7 +442,11 @@ static int cmd_tuned(const char *path, const char *show_json) {
       run_checked(&e, ctx, w[i].op, other_rows, cols, "other row class");
     }
   }
-  printf("%zu tuned shapes, %zu neighbours checked\n", n, nearest_checked);
+  /* the outermost tuned cols always have a neighbour within 2x beyond the range */
+  EXPECT(nearest_checked > 0, "no neighbour ran a tuned neighbour's winner (%zu refused)",
+         refused_checked);
+  printf("%zu tuned shapes, %zu neighbours checked, %zu where the winners disagree\n", n,
+         nearest_checked, refused_checked);
   clnorm_ctx_destroy(ctx);
   free(w);
   close_env(&e);
