@@ -349,6 +349,15 @@ void confirm(search *se, size_t h);
 #define AB_ROUNDS 6
 #define AB_MARGIN 0.02
 int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out);
+/* After ab_test chose the candidate: its A/B again at the first and the last row count of its row
+ * class (the last class: its first), other than the rows tuned, each verified first, so that the
+ * class's winner stands only where the rows it covers were compared. On the H100, bfloat16
+ * winners tuned at 128 rows of 65536 cols ran at 0.93-0.94x of the heuristic at 256 rows
+ * (docs/TUNING.md). Stored like ab_test's (clnorm__db_put_ab: an A/B that keeps the heuristic
+ * makes it the class's winner); reused when resumed. Returns 1 when one kept the heuristic
+ * (*out: that one), 0 when the candidate won every one (*out: the last), -1 when none was made
+ * (the rows the heuristic's own variant, shapes that do not fit, Ctrl-C). */
+int ab_edges(search *se, const clnorm_ab *won, clnorm_ab *out);
 /* The decision from n rounds' times per call (n <= AB_ROUNDS): fills ab's times, noise, rounds
  * and kept_heuristic. */
 void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *ab);

@@ -351,7 +351,10 @@ void ab_note(const clnorm_ab *ab, char *buf, size_t size) {
   clnorm_variant_format(&ab->candidate, cand, sizeof cand);
   clnorm_variant_format(&ab->heuristic, heur, sizeof heur);
   const double gain = 100.0 * (ab->heuristic_s / ab->candidate_s - 1.0);
-  if (ab->rounds == 0)
+  if (ab->rounds == 0 && differences(&ab->candidate, &ab->heuristic) != 0)
+    snprintf(buf, size, "heuristic kept at %llu rows: best candidate %s gives wrong outputs there",
+             (unsigned long long)ab->rows, cand);
+  else if (ab->rounds == 0)
     snprintf(buf, size, "heuristic kept at %llu rows: its variant %s is the fastest candidate",
              (unsigned long long)ab->rows, heur);
   else if (ab->kept_heuristic)
@@ -386,6 +389,40 @@ static int find_ab(void *user, const clnorm_ab *ab) {
   return 0;
 }
 
+/* ab's candidate and heuristic timed in turn on sh, AB_ROUNDS rounds, decided by ab_decide.
+ * 0 when a timing failed or Ctrl-C came. */
+static int ab_rounds(session *s, shape *sh, clnorm_ab *ab) {
+  double tc[AB_ROUNDS], th[AB_ROUNDS];
+  for (size_t r = 0; r < AB_ROUNDS; r++) {
+    timing t;
+    if (interrupted || time_variant(s, sh, &ab->candidate, 0, &t) != CLNORM_OK ||
+        !(t.median > 0))
+      return 0;
+    tc[r] = t.median;
+    if (time_variant(s, sh, &ab->heuristic, 0, &t) != CLNORM_OK || !(t.median > 0))
+      return 0;
+    th[r] = t.median;
+  }
+  ab_decide(tc, th, AB_ROUNDS, ab);
+  return 1;
+}
+
+/* A heuristic kept by an A/B whose result at the rows tuned (hr) the search cut short (slow): its
+ * A/B time there (heuristic_s) makes it "ok", so that the winners query can choose it. */
+static void heuristic_ok(search *se, clnorm_result *hr, double heuristic_s) {
+  if (hr->outcome != CLNORM_OUTCOME_SLOW)
+    return;
+  char err[1024];
+  const clnorm_call call = shape_call(se->sh, 0);
+  hr->outcome = CLNORM_OUTCOME_OK;
+  hr->median_s = heuristic_s;
+  hr->min_s = fmin(hr->min_s, heuristic_s);
+  hr->gbps = tool_op_bytes(&call) / heuristic_s / 1e9;
+  if (clnorm__db_put(se->db, &se->s->identity, hr, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB, "storing a result: %s; the same command resumes from what the database holds",
+        err);
+}
+
 int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
   if (se->replay || interrupted || !(se->best_time < INFINITY))
     return -1;
@@ -418,32 +455,11 @@ int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
   if (differences(&ab.candidate, h) == 0) {
     ab.candidate_s = ab.heuristic_s = hr.median_s;
     ab.kept_heuristic = 1; /* rounds 0: nothing to compare */
-  } else {
-    double tc[AB_ROUNDS], th[AB_ROUNDS];
-    for (size_t r = 0; r < AB_ROUNDS; r++) {
-      timing t;
-      if (interrupted || time_variant(se->s, se->sh, &ab.candidate, 0, &t) != CLNORM_OK ||
-          !(t.median > 0))
-        return -1;
-      tc[r] = t.median;
-      if (time_variant(se->s, se->sh, h, 0, &t) != CLNORM_OK || !(t.median > 0))
-        return -1;
-      th[r] = t.median;
-    }
-    ab_decide(tc, th, AB_ROUNDS, &ab);
+  } else if (!ab_rounds(se->s, se->sh, &ab)) {
+    return -1;
   }
-  /* a heuristic cut short by the search (slow) but kept here: its A/B time makes it "ok", so
-   * that the winners query can choose it */
-  if (ab.kept_heuristic && hr.outcome == CLNORM_OUTCOME_SLOW) {
-    const clnorm_call call = shape_call(se->sh, 0);
-    hr.outcome = CLNORM_OUTCOME_OK;
-    hr.median_s = ab.heuristic_s;
-    hr.min_s = fmin(hr.min_s, ab.heuristic_s);
-    hr.gbps = tool_op_bytes(&call) / ab.heuristic_s / 1e9;
-    if (clnorm__db_put(se->db, &se->s->identity, &hr, err, sizeof err) != CLNORM_OK)
-      die(EXIT_DB, "storing a result: %s; the same command resumes from what the database holds",
-          err);
-  }
+  if (ab.kept_heuristic)
+    heuristic_ok(se, &hr, ab.heuristic_s);
   if (clnorm__db_put_ab(se->db, &se->s->identity, &ab, err, sizeof err) != CLNORM_OK)
     die(EXIT_DB,
         "storing the A/B result: %s; the same command resumes from what the database "
@@ -514,4 +530,99 @@ double record_copy(session *s, clnorm_db *db, double before) {
   if (clnorm__db_put_copy(db, &s->identity, gbps, size, err, sizeof err) != CLNORM_OK)
     die(EXIT_DB, "storing the copy bandwidth: %s", err);
   return gbps;
+}
+
+/* The A/B of `won` (a candidate that beat the heuristic at its rows) at one more row count of its
+ * class: -1 nothing compared (the shape does not fit, a check failed to run, Ctrl-C), else as
+ * ab_test. A candidate whose outputs are wrong at these rows loses, said on stderr (stored with
+ * rounds 0 and the heuristic's time for both). */
+static int ab_at_rows(search *se, const clnorm_ab *won, size_t rows, clnorm_ab *out) {
+  session *s = se->s;
+  clnorm_ab ab = *won;
+  ab.rows = rows;
+  ab.rounds = 0;
+  ab.noise = 0.0;
+  const clnorm_call call = {.op = won->op, .dtype = won->dtype, .rows = rows, .cols = won->cols};
+  clnorm_heuristic(s->ctx, &call, &ab.heuristic);
+  /* Compared only where the heuristic runs the variant it runs at the rows tuned (a GPU's, which
+   * does not change with the rows). A CPU's changes with the rows: there an A/B that kept the
+   * heuristic would make the class's winner a variant measured at no row count of the class,
+   * which the database has no result of. Nothing to compare either where the heuristic's variant
+   * is the candidate. */
+  if (differences(&ab.heuristic, &won->heuristic) != 0 ||
+      differences(&ab.candidate, &ab.heuristic) == 0)
+    return -1;
+  char err[1024], why[512];
+  ab_find f = {&ab, ab, 0};
+  if (clnorm__db_list_ab(se->db, &s->identity, &s->hash, find_ab, &f, err, sizeof err) ==
+          CLNORM_OK &&
+      f.hit) {
+    *out = f.found;
+    return out->kept_heuristic;
+  }
+  shape sh;
+  if (!shape_init(s, &sh, won->op, won->dtype, rows, (size_t)won->cols, NULL, 1, why,
+                  sizeof why))
+    return -1;
+  errors ec, eh;
+  const clnorm_status sc = verify(s, &sh, &ab.candidate, &ec);
+  const clnorm_status shs = verify(s, &sh, &ab.heuristic, &eh);
+  int decided = 1;
+  if (interrupted || shs != CLNORM_OK || !(eh.scaled <= 1.0)) {
+    decided = 0; /* no sound heuristic to compare with */
+  } else if (sc != CLNORM_OK || !(ec.scaled <= 1.0)) {
+    char text[128];
+    clnorm_variant_format(&ab.candidate, text, sizeof text);
+    fprintf(stderr,
+            "%snormtune: %s %s %zux%llu: %s, the winner at %llu rows, %s here: the heuristic "
+            "is kept for the row class\n",
+            se->tty ? "\n" : "", op_name(ab.op), dtype_name(ab.dtype), rows,
+            (unsigned long long)ab.cols, text, (unsigned long long)won->rows,
+            sc != CLNORM_OK ? clnorm_status_string(sc) : "gives wrong outputs");
+    timing t;
+    decided = time_variant(s, &sh, &ab.heuristic, 0, &t) == CLNORM_OK && t.median > 0;
+    ab.kept_heuristic = 1;
+    ab.candidate_s = ab.heuristic_s = t.median;
+  } else {
+    decided = ab_rounds(s, &sh, &ab);
+  }
+  shape_free(&sh);
+  if (!decided)
+    return -1;
+  if (ab.kept_heuristic) { /* the class's winner is the heuristic's result at the rows tuned */
+    clnorm_result hr;
+    int found = 0;
+    result_key(se, &won->heuristic, &hr);
+    if (clnorm__db_get(se->db, &s->identity, &hr, &hr, &found, err, sizeof err) == CLNORM_OK &&
+        found)
+      heuristic_ok(se, &hr, won->heuristic_s);
+  }
+  ab.measured_at = 0; /* now */
+  if (clnorm__db_put_ab(se->db, &s->identity, &ab, err, sizeof err) != CLNORM_OK)
+    die(EXIT_DB,
+        "storing the A/B result: %s; the same command resumes from what the database "
+        "holds",
+        err);
+  *out = ab;
+  return ab.kept_heuristic;
+}
+
+int ab_edges(search *se, const clnorm_ab *won, clnorm_ab *out) {
+  const unsigned c = won->row_class;
+  const size_t first = class_first_rows(c), next = class_first_rows(c + 1);
+  const size_t edges[2] = {first, next ? next - 1 : 0};
+  int compared = 0;
+  for (size_t i = 0; i < 2; i++) {
+    if (!edges[i] || edges[i] == won->rows || (i == 1 && edges[1] == edges[0]))
+      continue;
+    clnorm_ab ab;
+    const int kept = ab_at_rows(se, won, edges[i], &ab);
+    if (kept < 0)
+      continue;
+    compared = 1;
+    *out = ab;
+    if (kept)
+      return 1;
+  }
+  return compared ? 0 : -1;
 }

@@ -147,17 +147,27 @@ int cmd_tune(const options *o) {
           const double heuristic_time = record_heuristic(&se, &h, start);
           /* the winner: what the A/B against the heuristic decided, else the faster of the two */
           clnorm_ab ab;
-          const int kept = ab_test(&se, &h, &ab);
+          int kept = ab_test(&se, &h, &ab);
+          /* the candidate won here: it must also win at the row class's edges */
+          clnorm_ab edge;
+          const int edge_kept = kept == 0 ? ab_edges(&se, &ab, &edge) : -1;
+          if (edge_kept == 1)
+            kept = 1;
           if (se.best_time < INFINITY || heuristic_time < INFINITY) {
             const int heuristic_best = kept >= 0 ? kept : heuristic_time < se.best_time;
             const double winner_time = kept == 1        ? ab.heuristic_s
                                        : kept == 0      ? ab.candidate_s
                                        : heuristic_best ? heuristic_time
                                                         : se.best_time;
-            char text[128], line[1000], note[600] = "";
+            char text[128], line[1600], note[1200] = "";
             clnorm_variant_format(heuristic_best ? &h : &se.c[se.best].v, text, sizeof text);
             if (kept >= 0)
-              ab_note(&ab, note, sizeof note);
+              ab_note(&ab, note, sizeof note / 2);
+            if (edge_kept >= 0) {
+              const size_t used = strlen(note);
+              snprintf(note + used, sizeof note - used, "; ");
+              ab_note(&edge, note + used + 2, sizeof note - used - 2);
+            }
             snprintf(line, sizeof line,
                      "best %s %s %zux%zu: %s %.1f GB/s (%zu of %zu evaluated)%s%s", op_name(sh.op),
                      dtype_name(sh.dtype), sh.rows, sh.cols, text,

@@ -185,9 +185,7 @@ static double px(const axes *a, double cols) {
 
 static double py(const axes *a, double gbps) { return a->y0 + PLOT_H - gbps / a->top * PLOT_H; }
 
-/* The least row count of row class c or a later one (clnorm__row_class grows with rows); 0 when
- * no count reaches c. */
-static size_t class_first_rows(unsigned c) {
+size_t class_first_rows(unsigned c) {
   if (clnorm__row_class(SIZE_MAX) < c)
     return 0;
   size_t lo = 1, hi = SIZE_MAX;

@@ -5,16 +5,21 @@
 # - a candidate only 1% faster than the heuristic is not stored as the winner (the margin is 2%);
 # - one 5% faster is, unless the rounds' noise (10%) is larger than its gain;
 # - a shape tuned at one row count where the candidate wins, then at another row count of the
-#   same row class where its own A/B says it loses: the dispatcher runs the heuristic there.
+#   same row class where its own A/B says it loses: the dispatcher runs the heuristic there;
+# - a candidate that wins at the rows tuned is compared again at its row class's first and last
+#   row counts (17 and 256 for 64 rows; 4097 for 5000), where the heuristic's variant there is
+#   the one of the rows tuned, and one that loses there is not the class's winner. A CPU's
+#   forward heuristic changes with the rows (its rows per group: how many depends on the cores),
+#   its backward heuristic does not: the backward checks the edges exactly.
 # Each check can fail: a winner chosen by the fastest median alone would be the candidate in all.
 source "$(dirname "$0")/common.sh"
 DB=$WORK/tuning.db
 
-# winner ROWCLASS FIELD: from show --json, the winner's variant, or its A/B's heuristic variant,
-# or the verdicts of its A/B results.
+# winner ROWCLASS FIELD [COLS]: from show --json, the winner's variant, or its A/B's heuristic
+# variant, or the verdicts of its A/B results (ordered by rows).
 winner() {
   local line
-  line=$(grep "\"cols\": 256, \"row_class\": $1," "$WORK/show.out") ||
+  line=$(grep "\"op\": \"${4:-layernorm}\", .*\"cols\": ${3:-256}, \"row_class\": $1," "$WORK/show.out") ||
     fail "show --json lists no winner of row class $1: $(cat "$WORK/show.out")"
   case $2 in
   variant) sed 's/.*"variant": "\([^"]*\)".*/\1/' <<<"$line" ;;
@@ -23,22 +28,22 @@ winner() {
   esac
 }
 
-# expect_winner ROWCLASS heuristic|candidate KEPT WHAT
+# expect_winner ROWCLASS heuristic|candidate KEPT WHAT [COLS] [OP]: KEPT a regular expression
 expect_winner() {
   local variant heur kept
-  variant=$(winner "$1" variant)
-  heur=$(winner "$1" heuristic)
-  kept=$(winner "$1" kept)
+  variant=$(winner "$1" variant "${5:-256}" "${6:-layernorm}")
+  heur=$(winner "$1" heuristic "${5:-256}" "${6:-layernorm}")
+  kept=$(winner "$1" kept "${5:-256}" "${6:-layernorm}")
   [[ -n $heur ]] || fail "$4: no A/B result for row class $1"
   if [[ $2 == heuristic && $variant != "$heur" ]] || [[ $2 == candidate && $variant == "$heur" ]]; then
     fail "$4: row class $1's winner is $variant, the heuristic's variant $heur (want the $2)"
   fi
-  [[ $kept == "$3" ]] || fail "$4: row class $1's A/B verdicts are '$kept', want '$3'"
+  [[ $kept =~ ^$3$ ]] || fail "$4: row class $1's A/B verdicts are '$kept', want '$3'"
   echo "   row class $1: winner $variant ($kept)"
 }
 
 step "tune 256 cols at rows 8, 64, 300, 5000 (one per row class), timings forced"
-NORMTUNE_TEST_TIMES=8:0.99,64:0.95,300:0.95:0.1,5000:0.5 \
+NORMTUNE_TEST_TIMES=8:0.99,64:0.95,17:0.95,256:0.95,300:0.95:0.1,5000:0.5,4097:0.5 \
   tune "$DB" tune --rows 8,64,300,5000 --fraction 0.01
 expect_in "$WORK/tune.out" '^best layernorm f32 8x256: .*heuristic kept at 8 rows: best candidate .* was only 1\.0% faster' \
   "tune says the heuristic is kept at 8 rows"
@@ -48,9 +53,9 @@ expect_in "$WORK/tune.out" '^best layernorm f32 300x256: .*heuristic kept at 300
   "tune says the noise kept the heuristic at 300 rows"
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
 expect_winner 0 heuristic "heuristic " "1% faster, within the 2% margin"
-expect_winner 1 candidate "tuned " "5% faster, no noise"
+expect_winner 1 candidate "(tuned )+" "5% faster, no noise (at 64 rows and the edges compared)"
 expect_winner 2 heuristic "heuristic " "5% faster, 10% noise"
-expect_winner 3 candidate "tuned " "2x faster"
+expect_winner 3 candidate "(tuned )+" "2x faster (at 5000 rows and 4097 if compared)"
 expect_rc 0 show_text "$NORMTUNE" show --db "$DB"
 expect_in "$WORK/show_text.out" '^ +heuristic kept at 8 rows: best candidate .* was only 1\.0% faster than the heuristic' \
   "show says why the heuristic is kept"
@@ -62,7 +67,23 @@ NORMTUNE_TEST_TIMES=6000:1.5 tune "$DB" again --rows 6000 --fraction 0.01
 expect_in "$WORK/again.out" '^best layernorm f32 6000x256: .*heuristic kept at 6000 rows' \
   "tune says the heuristic is kept at 6000 rows"
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
-expect_winner 3 heuristic "tuned heuristic " "won at 5000 rows, lost at 6000"
+expect_winner 3 heuristic "(tuned )+heuristic " "won at 5000 rows (and 4097), lost at 6000"
+
+step "the backward at 64 rows: the candidate wins there and at the class's edges, 17 and 256 rows"
+NORMTUNE_TEST_TIMES=64:0.95,17:0.95,256:0.95 tune "$DB" edges --ops layernorm_bwd --fraction 0.01
+expect_in "$WORK/edges.out" '^best layernorm_bwd f32 64x256: .*tuned at 64 rows: .*; tuned at 256 rows: ' \
+  "tune says the candidate won at the class's edges too"
+expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
+expect_winner 1 candidate "tuned tuned tuned " "won at 17, 64 and 256 rows" 256 layernorm_bwd
+
+step "the backward, 512 cols at 64 rows: the candidate wins there and at 17 rows, loses at 256"
+NORMTUNE_TEST_TIMES=64:0.95,17:0.95,256:1.05 tune "$DB" edge --ops layernorm_bwd --cols 512 \
+  --fraction 0.01
+expect_in "$WORK/edge.out" '^best layernorm_bwd f32 64x512: .*tuned at 64 rows: .*; heuristic kept at 256 rows: best candidate .* was only 4\.8% slower' \
+  "tune says the heuristic is kept for the class at its last row count"
+expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
+expect_winner 1 heuristic "tuned tuned heuristic " "won at 17 and 64 rows, lost at 256" 512 \
+  layernorm_bwd
 
 step "normtune verify: the dispatcher runs the heuristic where its A/B kept it"
 expect_rc 0 verify "$NORMTUNE" verify --db "$DB" ${DEVICE_ARGS[@]+"${DEVICE_ARGS[@]}"} \
