@@ -1,0 +1,127 @@
+/* The dispatcher's rules for devices this machine does not have, on fabricated device info (no
+ * OpenCL): where a GPU's forward call splits its rows over two kernels (clnorm__split_count:
+ * rows of at least 128 KB; a CPU's wherever few rows leave cores idle), and which heuristics
+ * keep one variant at every row count. normtune's A/B at a row class's edges compares a winner
+ * with the heuristic's variant only where that variant is the one of the rows tuned (a GPU's,
+ * a CPU's backward): if those stopped holding, the edges would go unchecked on a GPU. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static unsigned splits(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t rows,
+                       size_t cols) {
+  const clnorm_call call = {.op = op, .dtype = dt, .rows = rows, .cols = cols};
+  clnorm_variant v;
+  clnorm__heuristic(info, &call, &v);
+  return clnorm__split_count(info, &call, &v);
+}
+
+/* The heuristic's variant is the same at every row count of rows[] for every op, dtype and cols
+ * of the lists (ops: forward or backward ones only). */
+static void same_at_every_row_count(const clnorm_device_info *info, const char *label,
+                                    int backward) {
+  static const size_t rows[] = {1, 8, 16, 17, 64, 128, 256, 257, 2048, 4096, 4097, 65536};
+  static const size_t cols[] = {1, 64, 768, 1000, 4096, 16384, 65536, 1048576};
+  size_t checked = 0;
+  for (int op = 0; op < CLNORM_OP_COUNT; op++) {
+    if (clnorm__op_backward((clnorm_op)op) != backward)
+      continue;
+    for (int d = 0; d < 3; d++)
+      for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+        clnorm_call call = {.op = (clnorm_op)op, .dtype = (clnorm_dtype)d, .cols = cols[c]};
+        clnorm_variant first, v;
+        call.rows = rows[0];
+        clnorm__heuristic(info, &call, &first);
+        for (size_t r = 1; r < sizeof rows / sizeof *rows; r++) {
+          call.rows = rows[r];
+          clnorm__heuristic(info, &call, &v);
+          char a[128], b[128];
+          clnorm_variant_format(&first, a, sizeof a);
+          clnorm_variant_format(&v, b, sizeof b);
+          EXPECT(memcmp(&first, &v, sizeof v) == 0,
+                 "%s: %s %s x %zu: the heuristic's variant at %zu rows is %s, at %zu rows %s",
+                 label, clnorm_op_name((clnorm_op)op), clnorm_dtype_name((clnorm_dtype)d),
+                 cols[c], rows[0], a, rows[r], b);
+          checked++;
+        }
+      }
+  }
+  printf("%s: the heuristic's variant the same at every row count (%zu pairs)\n", label,
+         checked);
+}
+
+int main(void) {
+  clnorm_device_info gpu;
+  memset(&gpu, 0, sizeof gpu);
+  gpu.type = CL_DEVICE_TYPE_GPU;
+  gpu.max_wg = 1024;
+  gpu.local_mem = 48 << 10;
+  gpu.compute_units = 132; /* an H100 SXM */
+  gpu.is_nvidia = 1;
+  gpu.ptx_sm = 90;
+
+  /* a GPU's forward: rows under 128 KB are one group's work, however few the rows */
+  for (int op = 0; op < CLNORM_OP_COUNT; op++) {
+    if (clnorm__op_backward((clnorm_op)op))
+      continue;
+    const char *name = clnorm_op_name((clnorm_op)op);
+    EXPECT(splits(&gpu, (clnorm_op)op, CLNORM_F32, 8, 16384) == 1,
+           "GPU %s f32 8 x 16384 (64 KB rows): split %u ways, want no split", name,
+           splits(&gpu, (clnorm_op)op, CLNORM_F32, 8, 16384));
+    EXPECT(splits(&gpu, (clnorm_op)op, CLNORM_F32, 8, 32767) == 1,
+           "GPU %s f32 8 x 32767 (just under 128 KB): split %u ways, want no split", name,
+           splits(&gpu, (clnorm_op)op, CLNORM_F32, 8, 32767));
+    EXPECT(splits(&gpu, (clnorm_op)op, CLNORM_BF16, 128, 32768) == 1,
+           "GPU %s bf16 128 x 32768 (64 KB rows): split %u ways, want no split", name,
+           splits(&gpu, (clnorm_op)op, CLNORM_BF16, 128, 32768));
+    EXPECT(splits(&gpu, (clnorm_op)op, CLNORM_F32, 8, 32768) > 1,
+           "GPU %s f32 8 x 32768 (128 KB rows): not split, want a split", name);
+    EXPECT(splits(&gpu, (clnorm_op)op, CLNORM_BF16, 8, 65536) > 1,
+           "GPU %s bf16 8 x 65536 (128 KB rows): not split, want a split", name);
+    EXPECT(splits(&gpu, (clnorm_op)op, CLNORM_F32, 4096, 65536) == 1,
+           "GPU %s f32 4096 x 65536: split %u ways; rows that fill the device need none", name,
+           splits(&gpu, (clnorm_op)op, CLNORM_F32, 4096, 65536));
+  }
+  /* a GPU's backward is not bound by the forward's 128 KB: its unheld rows split */
+  EXPECT(splits(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 8, 65536) > 1,
+         "GPU layernorm_bwd f32 8 x 65536: not split, want a split");
+
+  /* a CPU splits few rows of any length that leave its cores idle */
+  clnorm_device_info cpu;
+  memset(&cpu, 0, sizeof cpu);
+  cpu.type = CL_DEVICE_TYPE_CPU;
+  cpu.max_wg = 4096;
+  cpu.local_mem = 4 << 20;
+  cpu.compute_units = 16;
+  EXPECT(splits(&cpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 16384) > 1,
+         "CPU layernorm f32 2 x 16384 on 16 cores: not split, want a split");
+
+  same_at_every_row_count(&gpu, "an NVIDIA GPU, forward", 0);
+  same_at_every_row_count(&gpu, "an NVIDIA GPU, backward", 1);
+  gpu.is_nvidia = 0;
+  gpu.ptx_sm = 0;
+  gpu.has_subgroups = 1;
+  same_at_every_row_count(&gpu, "a GPU with sub-groups, forward", 0);
+  static const cl_uint cores[] = {2, 16};
+  for (size_t i = 0; i < sizeof cores / sizeof *cores; i++) {
+    char label[64];
+    cpu.compute_units = cores[i];
+    snprintf(label, sizeof label, "a CPU of %u cores, backward", cores[i]);
+    same_at_every_row_count(&cpu, label, 1);
+  }
+  printf("test_plan_rules: %d failures\n", failures);
+  return failures ? 1 : 0;
+}
