@@ -42,48 +42,5 @@ for ((i = 1; i <= rounds; i++)); do
   done
 done
 rm -f "$out/none.db"
-python3 - "$out" "$rounds" <<'PY' | tee "$out/ab.md"
-import json, math, os, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-runs = {"base": {}, "head": {}}
-copy = {"base": [], "head": []}
-for side in runs:
-    for i in range(1, rounds + 1):
-        path = os.path.join(out, "%s-%d.json" % (side, i))
-        if not os.path.exists(path):
-            continue
-        for line in open(path):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "copy_gbps" in r and "op" not in r:
-                copy[side].append(r["copy_gbps"])
-            if "op" not in r or r.get("us") is None:
-                continue
-            key = (r["op"], r["dtype"], r["rows"], r["cols"])
-            runs[side].setdefault(key, []).append((r["us"], r.get("check", r.get("outcome", ""))))
-print("copy GB/s per round: base %s, this tree %s\n" % (copy["base"], copy["head"]))
-print("| op | dtype | rows x cols | base us | this tree us | base / this | checks |")
-print("| --- | --- | --- | ---: | ---: | ---: | --- |")
-ratios = {}
-for key in sorted(set(runs["base"]) | set(runs["head"])):
-    b, h = runs["base"].get(key, []), runs["head"].get(key, [])
-    if not b or not h:
-        print("| %s | %s | %d x %d | %s | %s | - | missing |" % (key[0], key[1], key[2], key[3],
-              "-" if not b else "%.2f" % statistics.median(u for u, _ in b),
-              "-" if not h else "%.2f" % statistics.median(u for u, _ in h)))
-        continue
-    mb, mh = statistics.median(u for u, _ in b), statistics.median(u for u, _ in h)
-    checks = sorted(set(c for _, c in b + h))
-    ratios.setdefault((key[0], key[1]), []).append(mb / mh)
-    print("| %s | %s | %d x %d | %.2f | %.2f | %.3f | %s |" % (key[0], key[1], key[2], key[3], mb,
-          mh, mb / mh, ",".join(checks)))
-print("\n| op | dtype | shapes | geometric mean base / this | min | max |")
-print("| --- | --- | ---: | ---: | ---: | ---: |")
-for k in sorted(ratios):
-    r = ratios[k]
-    g = math.exp(sum(math.log(x) for x in r) / len(r))
-    print("| %s | %s | %d | %.3f | %.3f | %.3f |" % (k[0], k[1], len(r), g, min(r), max(r)))
-PY
+python3 "$(dirname "$0")/bench_json.py" ab "$out" "$rounds" | tee "$out/ab.md"
 exit $rc

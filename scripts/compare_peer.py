@@ -18,34 +18,14 @@ Writes the combined JSON (every clnorm line with its peers, and the geometric me
 COMBINED_JSON, by default combined.json beside CLNORM_JSON."""
 import argparse
 import json
-import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_json import bench_file, geomean, read_lines, shape_key  # noqa: E402
+
 DTYPE_FROM_PEER = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
 IMPLS = ("torch-eager", "torch-compile")
-
-
-def read_lines(path):
-    """The JSON objects of a file of one object per line; other lines are reported and skipped."""
-    objects = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                objects.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                print(f"compare_peer: {path}:{number}: not JSON ({e}): skipped", file=sys.stderr)
-    return objects
-
-
-def geomean(values):
-    values = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    if not values:
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def fmt(value, spec, none="—"):
@@ -63,20 +43,14 @@ def main():
     ap.add_argument("--out", help="combined JSON (default: combined.json beside CLNORM_JSON)")
     a = ap.parse_args()
 
-    header = {}
-    results = []
-    for obj in read_lines(a.clnorm):
-        if "header" in obj:
-            header = obj
-        elif "op" in obj and "rows" in obj and "cols" in obj:
-            results.append(obj)
+    header, results = bench_file(a.clnorm, "compare_peer")
     if not results:
         print(f"compare_peer: {a.clnorm} holds no normtune bench result", file=sys.stderr)
         return 1
 
     peers = {}  # (op, dtype, rows, cols) -> impl -> peer line
     if a.torch and os.path.exists(a.torch):
-        for obj in read_lines(a.torch):
+        for obj in read_lines(a.torch, "compare_peer"):
             if not {"op", "impl", "dtype", "rows", "cols", "us"} <= obj.keys():
                 continue
             dtype = DTYPE_FROM_PEER.get(obj["dtype"], obj["dtype"])
@@ -87,7 +61,7 @@ def main():
 
     combined = []
     for r in results:
-        key = (r["op"], r["dtype"], int(r["rows"]), int(r["cols"]))
+        key = shape_key(r)
         us, nbytes = r.get("us"), r.get("bytes")
         row = {"op": r["op"], "dtype": r["dtype"], "rows": key[2], "cols": key[3], "clnorm": r}
         for impl in IMPLS:

@@ -33,39 +33,6 @@ for value in $values; do
   ) || rc=1
   rm -f "$out/none-$value.db"
 done
-python3 - "$out" "$var" $values >"$out/sweep.md" <<'PY'
-import json, os, sys
-out, var, values = sys.argv[1], sys.argv[2], sys.argv[3:]
-rows, copy = {}, {}
-for v in values:
-    path = os.path.join(out, "bench-%s.json" % v)
-    if not os.path.exists(path):
-        continue
-    for line in open(path):
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if "header" in r:
-            copy[v] = r.get("copy_gbps")
-        if "op" not in r:
-            continue
-        key = (r["op"], r["dtype"], r["rows"], r["cols"])
-        rows.setdefault(key, {})[v] = r
-print("%s sweep; copy GB/s per value: %s\n" % (var, ", ".join("%s %s" % (v, copy.get(v)) for v in values)))
-print("| op | dtype | rows x cols | " + " | ".join("%s=%s us (GB/s)" % (var, v) for v in values) + " |")
-print("| --- | --- | --- |" + " ---: |" * len(values))
-for key in sorted(rows):
-    cells = []
-    for v in values:
-        r = rows[key].get(v)
-        if not r:
-            cells.append("—")
-            continue
-        us = r.get("us", r.get("median_us"))
-        ok = r.get("check", r.get("outcome", ""))
-        cells.append("%s (%s) %s" % (us, r.get("gbps"), "" if ok in ("pass", "ok") else ok))
-    print("| %s | %s | %d x %d | %s |" % (key[0], key[1], key[2], key[3], " | ".join(cells)))
-PY
+python3 "$(dirname "$0")/bench_json.py" sweep "$out" "$var" $values >"$out/sweep.md"
 cat "$out/sweep.md"
 exit $rc

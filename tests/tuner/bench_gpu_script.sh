@@ -72,6 +72,46 @@ for m in combined["geomeans"]:
 print("   combined.json: every ratio and geometric mean as recomputed")
 EOF
 
+step "bench_json.py: ab_builds.sh's and env_sweep.sh's tables from known times"
+AB=$WORK/ab
+mkdir -p "$AB"
+# two rounds per tree: base 10 and 12 us (median 11), this tree 5 and 6 (median 5.5): ratio 2;
+# a shape only the base ran is "missing"; a line that is not JSON is reported and skipped
+python3 - "$AB" <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+for side, times in (("base", (10.0, 12.0)), ("head", (5.0, 6.0))):
+    for i, us in enumerate(times, 1):
+        with open(os.path.join(out, "%s-%d.json" % (side, i)), "w") as f:
+            print(json.dumps({"header": "normtune bench --grid", "copy_gbps": 50.0 + i}), file=f)
+            print(json.dumps({"op": "layernorm", "dtype": "f32", "rows": 8, "cols": 1024,
+                              "us": us, "gbps": 1.0, "check": "pass"}), file=f)
+            if side == "base":
+                print(json.dumps({"op": "rmsnorm", "dtype": "bf16", "rows": 4, "cols": 64,
+                                  "us": 1.0, "check": "pass"}), file=f)
+            print("normtune: not a JSON line", file=f)
+        with open(os.path.join(out, "bench-%d.json" % i), "w") as f:
+            print(json.dumps({"header": "normtune bench --grid", "copy_gbps": 40.0 + i}), file=f)
+            print(json.dumps({"op": "layernorm", "dtype": "f32", "rows": 8, "cols": 1024,
+                              "us": 3.0 * i, "gbps": 7.0, "check": "pass" if i == 1 else "FAIL"}),
+                  file=f)
+EOF
+expect_rc 0 ab python3 "$ROOT/scripts/bench_json.py" ab "$AB" 2
+expect_in "$WORK/ab.out" '^copy GB/s per round: base \[51\.0, 52\.0\], this tree \[51\.0, 52\.0\]$' \
+  "the copy bandwidth of each round"
+expect_in "$WORK/ab.out" '^\| layernorm \| f32 \| 8 x 1024 \| 11\.00 \| 5\.50 \| 2\.000 \| pass \|$' \
+  "the medians and their ratio"
+expect_in "$WORK/ab.out" '^\| rmsnorm \| bf16 \| 4 x 64 \| 1\.00 \| - \| - \| missing \|$' \
+  "a shape one tree lacks"
+expect_in "$WORK/ab.out" '^\| layernorm \| f32 \| 1 \| 2\.000 \| 2\.000 \| 2\.000 \|$' \
+  "the geometric mean"
+expect_in "$WORK/ab.err" 'base-1\.json:4: not JSON' "a line that is not JSON is reported"
+expect_rc 0 sweep python3 "$ROOT/scripts/bench_json.py" sweep "$AB" VAR 1 2
+expect_in "$WORK/sweep.out" '^VAR sweep; copy GB/s per value: 1 41\.0, 2 42\.0$' \
+  "the sweep's copy bandwidths"
+expect_in "$WORK/sweep.out" '^\| layernorm \| f32 \| 8 x 1024 \| 3\.0 \(7\.0\)  \| 6\.0 \(7\.0\) FAIL \|$' \
+  "the sweep's row, a failed check shown"
+
 step "bench_gpu.sh on this device: a small grid, no PyTorch"
 OUTDIR=$WORK/out
 CLNORM_BENCH_SHAPES=64x256,8x1024 CLNORM_BENCH_OPS=layernorm,add_layernorm,rmsnorm_bwd \
