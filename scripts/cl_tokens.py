@@ -34,13 +34,17 @@ FAMILIES = (  # (file, fixed options)
 )
 # (WG, TPR) pairs the variant space holds: one item a row, slices of a group, whole groups
 SHAPES = ((1, 1), (4, 1), (128, 1), (32, 4), (64, 8), (32, 32), (128, 32), (256, 256), (64, 64))
-CHOICES = {
-    "ADD": (0, 1), "DTYPE": (0, 1, 2), "HOLD": (0, 1, 2, 4, 8), "REDUCE": (0, 1, 2),
-    "STATS": (0, 1), "VEC": (1, 2, 4, 8, 16), "RAW16": (0, 1), "STREAM": (0, 1),
-    "UNALIGNED": (0, 1), "RBUF": (0, 4096), "PREFETCH": (0, 1), "HWHALF": (0, 1),
-    "RVEC": (1, 16),
-}
-TARGETS = (("x86_64-unknown-linux-gnu", 0), ("nvptx64-nvidia-cuda", 90))
+COMMON = {"ADD": (0, 1), "DTYPE": (0, 1, 2), "HOLD": (0, 1, 2, 4, 8), "STATS": (0, 1),
+          "VEC": (1, 2, 4, 8, 16), "RVEC": (1, 16)}
+# per target, the device options src/ctx.c sets there: PoCL's CPU device, NVIDIA's platform
+TARGETS = (
+    ("x86_64-unknown-linux-gnu",
+     {"PTX": (0,), "RAW16": (0,), "REDUCE": (0, 1), "STREAM": (0, 1), "UNALIGNED": (0, 1),
+      "RBUF": (0, 4096), "PREFETCH": (0, 1), "HWHALF": (0, 1)}),
+    ("nvptx64-nvidia-cuda",
+     {"PTX": (90,), "RAW16": (0, 1), "REDUCE": (0, 2), "STREAM": (0,), "UNALIGNED": (0,),
+      "RBUF": (0,), "PREFETCH": (0,), "HWHALF": (0,)}),
+)
 TOKEN = re.compile(r"\s+")
 
 
@@ -73,7 +77,8 @@ def optimized_ir(cc, tree, family, options, target):
         f.write(open(f"{tree}/cl/common.cl").read() + "\n" + open(f"{tree}/cl/{family}").read())
         path = f.name
     nvidia = target.startswith("nvptx")
-    args = [cc, "-x", "cl", "-cl-std=CL2.0", "-Xclang", "-finclude-default-header", "-w",
+    args = [cc, "-x", "cl", "-cl-std=CL2.0", "-Xclang", "-finclude-default-header", "-Xclang",
+            "-cl-ext=+all", "-w",
             "-target", "nvptx64-nvidia-nvcl" if nvidia else target, "-O2", "-emit-llvm", "-S",
             "-o", "-", path] + (["-fasm"] if nvidia else [])
     args += ["-D%s=%s" % kv for kv in sorted(options.items())]
@@ -98,11 +103,11 @@ def main(argv):
     compared = invalid = n = same_ir = 0
     while compared < samples and n < 20 * samples:
         family, fixed = FAMILIES[n % len(FAMILIES)]
-        target, ptx = TARGETS[n // len(FAMILIES) % len(TARGETS)]
+        target, device = TARGETS[n // len(FAMILIES) % len(TARGETS)]
         n += 1
         wg, tpr = rng.choice(SHAPES)
-        options = {k: rng.choice(v) for k, v in CHOICES.items()}
-        options.update(fixed, WG=wg, TPR=tpr, PTX=ptx)
+        options = {k: rng.choice(v) for k, v in list(COMMON.items()) + list(device.items())}
+        options.update(fixed, WG=wg, TPR=tpr)
         a = tokens(cc, base, family, options, target)
         b = tokens(cc, head, family, options, target)
         if a.startswith("error") and a == b:
@@ -119,7 +124,12 @@ def main(argv):
             # temporary, a block moved into a macro with its names changed)
             ia = optimized_ir(cc, base, family, options, target)
             ib = optimized_ir(cc, head, family, options, target)
-            if ia is not None and ia == ib:
+            if ia is None or ib is None:
+                print(f"cl_tokens: {family} {target} {options}: the tokens differ and clang "
+                      f"could not compile {'the base' if ia is None else 'the head'} to compare "
+                      f"the code")
+                return 1
+            if ia == ib:
                 same_ir += 1
                 continue
         if a != b:
