@@ -689,6 +689,77 @@ inline stats_t row_stats(stats_t s, __local float *scratch) {
 #endif
 }
 
+/* ROW_WELFORD(FOR, GETV, end): the work-item's Welford/Chan statistics of d = x - pivot over its
+ * part of the row, merged over the row's work-items (row_stats): declares stats_t st. FOR is the
+ * loop over the work-item's vectors, GETV(i, k) vector i there (k: its slot when held); then the
+ * elements from nvec * VEC to `end`, one per work-item in turn (SRC1). Welford over blocks of at
+ * most 256 vectors, each block merged into the running statistics (Chan): a work-item may own a
+ * million elements, and one long Welford recurrence drifts by about 1e-4 over that many updates.
+ * One division per vector, not one per lane. Every lane of the vector saw wn values: the lanes
+ * are merged, then the scalar tail. */
+#define ROW_WELFORD(FOR, GETV, end)                                                                \
+  floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;                                      \
+  float wn = 0.0f, bn = 0.0f;                                                                      \
+  FOR {                                                                                            \
+    const floatv xv = GETV(i, k);                                                                  \
+    const floatv d = xv - pivot;                                                                   \
+    bn += 1.0f;                                                                                    \
+    const floatv delta = d - bmean;                                                                \
+    bmean += delta * (1.0f / bn);                                                                  \
+    bm2 += delta * (d - bmean);                                                                    \
+    if (bn == 256.0f) {                                                                            \
+      const float n = wn + bn;                                                                     \
+      const floatv dm = bmean - wmean;                                                             \
+      wmean += dm * (bn / n);                                                                      \
+      wm2 += bm2 + dm * dm * (wn * bn / n);                                                        \
+      wn = n;                                                                                      \
+      bn = 0.0f;                                                                                   \
+      bmean = 0.0f;                                                                                \
+      bm2 = 0.0f;                                                                                  \
+    }                                                                                              \
+  }                                                                                                \
+  if (bn > 0.0f) {                                                                                 \
+    const float n = wn + bn;                                                                       \
+    const floatv dm = bmean - wmean;                                                               \
+    wmean += dm * (bn / n);                                                                        \
+    wm2 += bm2 + dm * dm * (wn * bn / n);                                                          \
+    wn = n;                                                                                        \
+  }                                                                                                \
+  stats_t st;                                                                                      \
+  st.n = wn * VEC;                                                                                 \
+  st.mean = HSUM(wmean) / VEC;                                                                     \
+  const floatv dm = wmean - st.mean;                                                               \
+  st.m2 = HSUM(wm2) + wn * HSUM(dm * dm);                                                          \
+  for (uint i = nvec * VEC + lane; i < end; i += TPR) {                                            \
+    const float d = SRC1(i) - pivot;                                                               \
+    st.n += 1.0f;                                                                                  \
+    const float delta = d - st.mean;                                                               \
+    st.mean += delta / st.n;                                                                       \
+    st.m2 += delta * (d - st.mean);                                                                \
+  }                                                                                                \
+  st = row_stats(st, scratch)
+
+/* The forward kernels' rows: block b of RPG rows; a group takes blocks g, g + groups, ...: one
+ * block per group when the grid covers the rows, fewer groups than blocks where the host keeps
+ * the grid fixed (PoCL before 6: docs/DEVICES.md). The condition is the same for the whole group,
+ * so every work-item meets the same barriers. ROW_OF_BLOCK(b) declares the work-item's row of
+ * block b, whether there is one (active: work-items past the last row still take part in the
+ * barriers of the reductions), its vectors and elements (0 when not active), and where it starts
+ * in x (xr) and, with ADD, in the residual (rr; row 0 when not active, so that every address
+ * stays in the buffers). */
+#if ADD
+#define RES_OF_ROW __global const stype *rr = res + r_off + (active ? row : 0) * r_stride;
+#else
+#define RES_OF_ROW
+#endif
+#define ROW_OF_BLOCK(b)                                                                            \
+  const ulong row = b * RPG + lid / TPR;                                                           \
+  const bool active = row < rows;                                                                  \
+  const uint nvec = active ? cols / VEC : 0;                                                       \
+  const uint ncols = active ? cols : 0;                                                            \
+  __global const stype *xr = x + x_off + (active ? row : 0) * x_stride;                           \
+  RES_OF_ROW
+
 /* The row's values: x, or x + residual rounded to the storage type (fused residual add). `xr`
  * and `rr` point at element 0 of the row and are VEC-aligned (the host narrows VEC until every
  * row start is). */

@@ -15,6 +15,9 @@
 #define RMS 0
 #endif
 
+/* The chunk's vector i, for ROW_WELFORD (cl/common.cl), whose vectors have no held slot k */
+#define SPLIT_V(i, k) SRCV(i)
+
 /* Element 0 of the row, the pivot of the LayerNorm statistics (as layernorm_fwd uses). */
 inline float row_pivot(__global const stype *x0, __global const stype *r0) {
 #if ADD
@@ -78,46 +81,8 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
       partial[4 * u] = sq;
 #else
     const float pivot = row_pivot(x0, r0);
-    /* Welford over blocks of at most 256 vectors merged by Chan, as layernorm_fwd does. */
-    floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;
-    float wn = 0.0f, bn = 0.0f;
-    for (uint i = lane; i < nvec; i += TPR) {
-      const floatv d = SRCV(i) - pivot;
-      bn += 1.0f;
-      const floatv delta = d - bmean;
-      bmean += delta * (1.0f / bn);
-      bm2 += delta * (d - bmean);
-      if (bn == 256.0f) {
-        const float n = wn + bn;
-        const floatv dm = bmean - wmean;
-        wmean += dm * (bn / n);
-        wm2 += bm2 + dm * dm * (wn * bn / n);
-        wn = n;
-        bn = 0.0f;
-        bmean = 0.0f;
-        bm2 = 0.0f;
-      }
-    }
-    if (bn > 0.0f) {
-      const float n = wn + bn;
-      const floatv dm = bmean - wmean;
-      wmean += dm * (bn / n);
-      wm2 += bm2 + dm * dm * (wn * bn / n);
-      wn = n;
-    }
-    stats_t st;
-    st.n = wn * VEC;
-    st.mean = HSUM(wmean) / VEC;
-    const floatv dm = wmean - st.mean;
-    st.m2 = HSUM(wm2) + wn * HSUM(dm * dm);
-    for (uint i = nvec * VEC + lane; i < count; i += TPR) {
-      const float d = SRC1(i) - pivot;
-      st.n += 1.0f;
-      const float delta = d - st.mean;
-      st.mean += delta / st.n;
-      st.m2 += delta * (d - st.mean);
-    }
-    st = row_stats(st, scratch);
+    /* Welford over blocks, merged by Chan, as layernorm_fwd does (cl/common.cl) */
+    ROW_WELFORD(for (uint i = lane; i < nvec; i += TPR), SPLIT_V, count);
     if (lane == 0) {
       partial[4 * u] = st.n;
       partial[4 * u + 1] = st.mean;

@@ -36,7 +36,7 @@ typedef enum clnorm_reduce { CLNORM_REDUCE_MAP(CLNORM_ENUMERATOR) } clnorm_reduc
 
 /*   WELFORD  Welford per work-item, Chan merge across work-items
  *   TWOPASS  mean first, then sum of squared deviations (a row re-read by one work-item: both
- *            sums in one pass where the row's first element is near its mean, cl/layernorm.cl) */
+ *            sums in one pass where the row's first element is near its mean, cl/forward.cl) */
 #define CLNORM_STATS_MAP(X)                                                                        \
   X(CLNORM_STATS_WELFORD, 0, "welford")                                                            \
   X(CLNORM_STATS_TWOPASS, 1, "twopass")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Whether two trees' kernels are the same program after the preprocessor: for a sample of the
 -D options the library passes (src/program.c), each kernel family's source (cl/common.cl, a
-newline, then cl/layernorm.cl, rmsnorm.cl, split.cl or backward.cl, as src/program.c joins them)
+newline, then cl/forward.cl, split.cl or backward.cl, as src/program.c joins them; in a tree from
+before forward.cl, layernorm.cl or rmsnorm.cl)
 is run through clang's preprocessor for a CPU (x86-64) and an NVIDIA (nvptx64) target, and its
 tokens compared. Where every sample gives the same tokens, a change to cl/ (a macro for a block
 written twice, a default moved) cannot change what any device compiles: no kernel's speed or
@@ -23,8 +24,8 @@ import sys
 import tempfile
 
 FAMILIES = (  # (file, fixed options)
-    ("layernorm.cl", {}),
-    ("rmsnorm.cl", {"RMS": 1}),
+    ("forward.cl", {"RMS": 0}),
+    ("forward.cl", {"RMS": 1}),
     ("split.cl", {"RMS": 0}),
     ("split.cl", {"RMS": 1}),
     ("backward.cl", {"RMS": 0, "SPLIT": 0}),
@@ -46,6 +47,16 @@ TARGETS = (
       "RBUF": (0,), "PREFETCH": (0,), "HWHALF": (0,)}),
 )
 TOKEN = re.compile(r"\s+")
+# a family's file in a tree from before cl/forward.cl (2026-11-26): one file per op
+OLD_FILES = {("forward.cl", 0): "layernorm.cl", ("forward.cl", 1): "rmsnorm.cl"}
+
+
+def source(tree, family, options):
+    """The program's source as src/program.c joins it: cl/common.cl, a newline, the family."""
+    path = f"{tree}/cl/{family}"
+    if not os.path.exists(path):
+        path = f"{tree}/cl/{OLD_FILES.get((family, options.get('RMS')), family)}"
+    return open(f"{tree}/cl/common.cl").read() + "\n" + open(path).read()
 
 
 def clang():
@@ -57,7 +68,7 @@ def clang():
 
 def tokens(cc, tree, family, options, target):
     with tempfile.NamedTemporaryFile("w", suffix=".cl", delete=False) as f:
-        f.write(open(f"{tree}/cl/common.cl").read() + "\n" + open(f"{tree}/cl/{family}").read())
+        f.write(source(tree, family, options))
         path = f.name
     args = [cc, "-E", "-P", "-x", "cl", "-cl-std=CL2.0", "-target", target, path]
     args += ["-D%s=%s" % kv for kv in sorted(options.items())]
@@ -74,7 +85,7 @@ def optimized_ir(cc, tree, family, options, target):
     GNU asm for the kernels' inline PTX), without the module's name and the compiler's
     identification: what remains is the code."""
     with tempfile.NamedTemporaryFile("w", suffix=".cl", delete=False) as f:
-        f.write(open(f"{tree}/cl/common.cl").read() + "\n" + open(f"{tree}/cl/{family}").read())
+        f.write(source(tree, family, options))
         path = f.name
     nvidia = target.startswith("nvptx")
     args = [cc, "-x", "cl", "-cl-std=CL2.0", "-Xclang", "-finclude-default-header", "-Xclang",
@@ -101,6 +112,7 @@ def main(argv):
     cc = clang()
     rng = random.Random(20261126)
     compared = invalid = n = same_ir = 0
+    by_ir = {}
     while compared < samples and n < 20 * samples:
         family, fixed = FAMILIES[n % len(FAMILIES)]
         target, device = TARGETS[n // len(FAMILIES) % len(TARGETS)]
@@ -131,6 +143,7 @@ def main(argv):
                 return 1
             if ia == ib:
                 same_ir += 1
+                by_ir[family] = by_ir.get(family, 0) + 1
                 continue
         if a != b:
             i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
@@ -144,7 +157,8 @@ def main(argv):
     print(f"cl_tokens: {compared} option sets of {len(FAMILIES)} kernel families, for x86-64 and "
           f"nvptx64 ({invalid} more refused alike by both): the same tokens after the "
           f"preprocessor in {base} and {head}" +
-          (f", but for {same_ir} whose optimized LLVM IR is the same" if same_ir else ""))
+          (f", but for {same_ir} whose optimized LLVM IR is the same (" +
+           ", ".join(f"{f} {c}" for f, c in sorted(by_ir.items())) + ")" if same_ir else ""))
     return 0
 
 

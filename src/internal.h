@@ -414,10 +414,8 @@ uint64_t clnorm__bincache_checksum(uint64_t key_hash, const unsigned char *data,
 /* kernels embedded by cmake/embed.cmake */
 extern const char clnorm__src_common[];
 extern const size_t clnorm__src_common_len;
-extern const char clnorm__src_layernorm[];
-extern const size_t clnorm__src_layernorm_len;
-extern const char clnorm__src_rmsnorm[];
-extern const size_t clnorm__src_rmsnorm_len;
+extern const char clnorm__src_forward[];
+extern const size_t clnorm__src_forward_len;
 extern const char clnorm__src_backward[];
 extern const size_t clnorm__src_backward_len;
 extern const char clnorm__src_split[];

@@ -46,13 +46,12 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
 
 uint64_t clnorm__kernel_hash(void) {
   /* FNV-1a over every embedded source: tuned results are valid for these kernels only. */
-  const char *parts[] = {clnorm__src_common, clnorm__src_layernorm, clnorm__src_rmsnorm,
-                         clnorm__src_backward, clnorm__src_split};
-  const size_t lengths[] = {clnorm__src_common_len, clnorm__src_layernorm_len,
-                            clnorm__src_rmsnorm_len, clnorm__src_backward_len,
-                            clnorm__src_split_len};
+  const char *parts[] = {clnorm__src_common, clnorm__src_forward, clnorm__src_backward,
+                         clnorm__src_split};
+  const size_t lengths[] = {clnorm__src_common_len, clnorm__src_forward_len,
+                            clnorm__src_backward_len, clnorm__src_split_len};
   uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < 5; i++)
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
     for (size_t j = 0; j < lengths[i]; j++) {
       h ^= (unsigned char)parts[i][j];
       h *= 1099511628211ull;
@@ -111,12 +110,10 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
   }
   const char *op_src = clnorm__op_backward(op) ? clnorm__src_backward
                        : p->split              ? clnorm__src_split
-                       : clnorm__op_rms(op)    ? clnorm__src_rmsnorm
-                                               : clnorm__src_layernorm;
+                                               : clnorm__src_forward;
   const size_t op_len = clnorm__op_backward(op) ? clnorm__src_backward_len
                         : p->split              ? clnorm__src_split_len
-                        : clnorm__op_rms(op)    ? clnorm__src_rmsnorm_len
-                                                : clnorm__src_layernorm_len;
+                                                : clnorm__src_forward_len;
   const char *sources[] = {clnorm__src_common, "\n", op_src};
   const size_t lengths[] = {clnorm__src_common_len, 1, op_len};
   char text[512];

@@ -96,7 +96,7 @@ int clnorm__variant_device_ok(const clnorm_device_info *info, clnorm_op op, cons
   if ((unsigned)v->reduce > CLNORM_REDUCE_NVSHFL || (unsigned)v->stats > CLNORM_STATS_TWOPASS)
     return why(buf, size, "unknown reduce or stats value");
   /* Two-pass statistics of a row that is not held read it again, a third time for rows whose
-   * first element is far from their mean (cl/layernorm.cl): from cache when one work-item owns
+   * first element is far from their mean (cl/forward.cl): from cache when one work-item owns
    * the row (tpr == 1, the CPU shape: a row of 4096 floats is 16 KiB), from global memory
    * otherwise (GPU shapes), where one pass always wins. */
   if (v->stats == CLNORM_STATS_TWOPASS && v->hold == 0 && v->tpr != 1)

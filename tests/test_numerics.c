@@ -37,7 +37,7 @@ enum {
   DATA_MAGNITUDES, /* random rows scaled by 1e-15, 1e-10, ..., 1e15 */
   DATA_PIVOT_FAR,  /* random; row r's first element (the pivot) 1.5 * 2^r: 0.8 to 100 or so
                       standard deviations from the row's mean, so that the kernels whose
-                      one-pass variance holds only near the pivot (cl/layernorm.cl) take their
+                      one-pass variance holds only near the pivot (cl/forward.cl) take their
                       second pass; without it they were 7 to 8 times the tolerance off
                       (docs/PERFORMANCE.md, 2026-11-26) */
 };

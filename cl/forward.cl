@@ -1,92 +1,98 @@
-/* LayerNorm forward, and the fused residual add (ADD) before it. One row per TPR work-items;
- * RPG rows per work-group. Statistics are taken
- * of d = x - pivot (the row's first element), so that x - mean stays exact for rows far from
- * zero; mean = pivot + mean(d). */
-/* The bound on E[d]^2 / var under which the statistics of a row that is not held keep their
- * one-pass variance (HOLD == 0 below). */
+/* LayerNorm (RMS == 0) and RMSNorm (RMS == 1) forward, and the fused residual add (ADD) before
+ * them. One row per TPR work-items; RPG rows per work-group. LayerNorm's statistics are taken of
+ * d = x - pivot (the row's first element), so that x - mean stays exact for rows far from zero;
+ * mean = pivot + mean(d). RMSNorm's are the mean square of x. */
+#ifndef RMS
+#define RMS 0
+#endif
+/* The bound on E[d]^2 / var under which LayerNorm's statistics of a row that is not held keep
+ * their one-pass variance (HOLD == 0 below). */
 #define LN_ONE_PASS_K 2.0f
 
+/* What the two ops' kernels differ by besides their statistics: the name, LayerNorm's beta and
+ * mean arguments, its scratch for three floats a work-item (row_stats), and y from the row's
+ * value h: (h - mean) * rstd, plus beta, or h * rstd. */
+#if RMS
+#define FWD_KERNEL rmsnorm_fwd
+#define BETA_ARG
+#define MEAN_ARG
+#define FWD_SCRATCH WG
+#define NORMED(h) h * rstd
+#define PLUS_BETA(o, i, k)
+#define PLUS_BETA1(o, i)
+#else
+#define FWD_KERNEL layernorm_fwd
+#define BETA_ARG __global const stype *beta,
+#define MEAN_ARG __global float *mean_out,
+#define FWD_SCRATCH 3 * WG
+#define NORMED(h) (h - pivot - mean_d) * rstd
+#define PLUS_BETA(o, i, k)                                                                         \
+  if (has_beta)                                                                                    \
+    o += BETA_V(bo, i, k);
+#define PLUS_BETA1(o, i)                                                                           \
+  if (has_beta)                                                                                    \
+    o += LOAD1(beta, i);
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
-              __global const stype *res, const ulong r_off, const ulong r_stride,
-              __global stype *sum_out, const ulong s_off, const ulong s_stride,
-              __global const stype *gamma, __global const stype *beta, __global stype *y,
-              const ulong y_off, const ulong y_stride, __global float *mean_out,
-              __global float *rstd_out, const ulong rows, const uint cols, const float eps,
-              const uint flags) {
+FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
+           __global const stype *res, const ulong r_off, const ulong r_stride,
+           __global stype *sum_out, const ulong s_off, const ulong s_stride,
+           __global const stype *gamma, BETA_ARG __global stype *y, const ulong y_off,
+           const ulong y_stride, MEAN_ARG __global float *rstd_out, const ulong rows,
+           const uint cols, const float eps, const uint flags) {
 #if TPR > 1
-  __local float scratch[3 * WG];
+  __local float scratch[FWD_SCRATCH];
 #else
   __local float *scratch = 0;
 #endif
 #if RB
-  float rbuf[RBUF];
+  float rbuf[RBUF]; /* the row buffer (cl/common.cl) */
 #endif
   const uint lid = get_local_id(0);
   const uint lane = lid % TPR;
-  /* Block b of RPG rows; a group takes blocks g, g + groups, ...: one block per group when
-   * the grid covers the rows, fewer groups than blocks where the host keeps the grid
-   * fixed (PoCL before 6: docs/DEVICES.md). The condition is the same for the whole group,
-   * so every work-item meets the same barriers. */
   for (ulong b = get_group_id(0); b * RPG < rows; b += get_num_groups(0)) {
-    const ulong row = b * RPG + lid / TPR;
-    /* Work-items past the last row still take part in the barriers of the reductions. */
-    const bool active = row < rows;
-    const uint nvec = active ? cols / VEC : 0;
-    const uint ncols = active ? cols : 0;
-    __global const stype *xr = x + x_off + (active ? row : 0) * x_stride;
-#if ADD
-    __global const stype *rr = res + r_off + (active ? row : 0) * r_stride;
+    ROW_OF_BLOCK(b) /* cl/common.cl: row, active, nvec, ncols, xr (and rr) */
+#if RMS
+    HELD_DECL;
+    WEIGHTS_DECL(gamma, gamma, (flags & HAS_GAMMA) != 0, false);
+
+#if HOLD == 0
+#define RMS_SQ(i) squarev(SRCV(i))
+    float sq;
+#if RB
+    const bool rb = ncols <= RBUF;
+#define RMS_SQ_RB(i) squarev(RB_PUTV(rbuf, (i), SRCV(i)))
+    if (rb)
+      SUM_UNHELD(sq, RMS_SQ_RB);
+    else
 #endif
+      SUM_UNHELD(sq, RMS_SQ);
+#else
+    /* A held row is at most HOLD vectors per work-item: one accumulator loses nothing. */
+    floatv acc = 0.0f;
+    FOR_VECS(i, k, nvec) {
+      const floatv xv = HELD_GET(i, k);
+      acc += xv * xv;
+    }
+    float sq = HSUM(acc);
+#endif
+    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
+      const float h = RB_KEEP1(rbuf, i, SRC1(i));
+      sq += h * h;
+    }
+    sq = row_sum(sq, scratch);
+    float rstd = rsqrt(sq / (float)cols + eps);
+    if (!isfinite(sq)) /* a NaN or Inf in the row: all of it is NaN */
+      rstd = NAN;
+#else
     const float pivot = active ? SRC1(0) : 0.0f;
     HELD_DECL;
     WEIGHTS_DECL(gamma, beta, (flags & HAS_GAMMA) != 0, (flags & HAS_BETA) != 0);
 
 #if STATS == 0
-    /* Welford over blocks of at most 256 vectors, each block merged into the running statistics
-     * (Chan): a work-item may own a million elements, and one long Welford recurrence drifts by
-     * about 1e-4 over that many updates. */
-    floatv wmean = 0.0f, wm2 = 0.0f, bmean = 0.0f, bm2 = 0.0f;
-    float wn = 0.0f, bn = 0.0f;
-    FOR_VECS(i, k, nvec) {
-      const floatv xv = HELD_GET(i, k);
-      const floatv d = xv - pivot;
-      bn += 1.0f;
-      const floatv delta = d - bmean;
-      bmean += delta * (1.0f / bn); /* one division per vector, not one per lane */
-      bm2 += delta * (d - bmean);
-      if (bn == 256.0f) {
-        const float n = wn + bn;
-        const floatv dm = bmean - wmean;
-        wmean += dm * (bn / n);
-        wm2 += bm2 + dm * dm * (wn * bn / n);
-        wn = n;
-        bn = 0.0f;
-        bmean = 0.0f;
-        bm2 = 0.0f;
-      }
-    }
-    if (bn > 0.0f) {
-      const float n = wn + bn;
-      const floatv dm = bmean - wmean;
-      wmean += dm * (bn / n);
-      wm2 += bm2 + dm * dm * (wn * bn / n);
-      wn = n;
-    }
-    /* Every lane of the vector saw wn values: merge the lanes, then the scalar tail. */
-    stats_t st;
-    st.n = wn * VEC;
-    st.mean = HSUM(wmean) / VEC;
-    const floatv dm = wmean - st.mean;
-    st.m2 = HSUM(wm2) + wn * HSUM(dm * dm);
-    for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-      const float d = SRC1(i) - pivot;
-      st.n += 1.0f;
-      const float delta = d - st.mean;
-      st.mean += delta / st.n;
-      st.m2 += delta * (d - st.mean);
-    }
-    st = row_stats(st, scratch);
+    /* Welford over blocks, merged by Chan (cl/common.cl) */
+    ROW_WELFORD(FOR_VECS(i, k, nvec), HELD_GET, ncols);
     float mean_d = st.mean;
     const float var = st.m2 / (float)cols;
 #elif HOLD == 0
@@ -160,15 +166,21 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
       rstd = NAN;
       mean_d = NAN;
     }
+#endif
     if (!active)
       continue;
     const ulong r = row;
+#if RMS
+    if (lane == 0 && (flags & HAS_RSTD))
+      rstd_out[r] = rstd;
+#else
     if (lane == 0) {
       if (flags & HAS_MEAN)
         mean_out[r] = pivot + mean_d;
       if (flags & HAS_RSTD)
         rstd_out[r] = rstd;
     }
+#endif
     __global stype *yr = y + y_off + r * y_stride;
     /* the row this work-item takes next (PoCL runs a group's work-items in order) */
     __global const stype *xn = NEXT_ROW(xr, x_stride, r + 1 < rows, cols);
@@ -179,7 +191,11 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     __global stype *sr = sum_out + s_off + r * s_stride;
     const bool has_sum = (flags & HAS_SUM) != 0;
 #endif
+#if RMS
+    const bool has_gamma = (flags & HAS_GAMMA) != 0;
+#else
     const bool has_gamma = (flags & HAS_GAMMA) != 0, has_beta = (flags & HAS_BETA) != 0;
+#endif
     /* Every element is read (when not held) before it is written, by the same work-item: y and
      * sum_out may be x or the residual. The vectors start `head` elements in (OUT_HEAD); the
      * elements before them and after them go one by one. */
@@ -187,41 +203,41 @@ layernorm_fwd(__global const stype *x, const ulong x_off, const ulong x_stride,
     const uint nvo = (ncols - head) / VEC;
     __global const stype *const xo = xr + head;
     __global const stype *const go = gamma + head;
+#if !RMS
     __global const stype *const bo = beta + head;
+#endif
     __global stype *const yo = yr + head;
 #if ADD
     __global const stype *const ro = rr + head;
     __global stype *const so = sr + head;
 #endif
     /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
-#define LN_OUT(HV)                                                                                 \
+#define FWD_OUT(HV)                                                                                \
   FOR_VECS(i, k, nvo) {                                                                            \
     const floatv h = HV(i, k);                                                                     \
-    floatv o = (h - pivot - mean_d) * rstd;                                                        \
+    floatv o = NORMED(h);                                                                          \
     if (has_gamma)                                                                                 \
       o *= GAMMA_V(go, i, k);                                                                      \
-    if (has_beta)                                                                                  \
-      o += BETA_V(bo, i, k);                                                                       \
-    ADD_SUM_OUT(i, h);                                                                              \
+    PLUS_BETA(o, i, k)                                                                             \
+    ADD_SUM_OUT(i, h);                                                                             \
     PREFETCH_V(xn, i);                                                                             \
     STOREV(yo, i, o);                                                                              \
   }
-#define LN_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
+#define FWD_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
 #if RB
-#define LN_BUFV(i, k) RB_GETV(rbuf + head, i)
+#define FWD_BUFV(i, k) RB_GETV(rbuf + head, i)
     if (rb)
-      LN_OUT(LN_BUFV)
+      FWD_OUT(FWD_BUFV)
     else
 #endif
-      LN_OUT(LN_ROWV)
+      FWD_OUT(FWD_ROWV)
     for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
       const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
       const float h = RB_READ1(rbuf, i);
-      float o = (h - pivot - mean_d) * rstd;
+      float o = NORMED(h);
       if (has_gamma)
         o *= LOAD1(gamma, i);
-      if (has_beta)
-        o += LOAD1(beta, i);
+      PLUS_BETA1(o, i)
 #if ADD
       if (has_sum)
         STORE1(sr, i, h);
