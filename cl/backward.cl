@@ -7,14 +7,43 @@
  * memory when the row is held (HOLD > 0), else in its own row of `partial` (read-modify-write:
  * no other work-item touches it). bwd_reduce then adds the groups * RPG partial rows of each
  * column in a fixed order. No atomics: the same inputs give the same bits. */
-/* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
-#ifndef SPLIT
-#define SPLIT 0
-#endif
-#ifndef RMS
-#define RMS 0
+/* The arguments every backward kernel begins with, in the order src/launch.c sets them: dy, x,
+ * gamma, the forward's mean and rstd, dx. */
+#define BWD_ROW_ARGS                                                                               \
+  __global const stype *dy, const ulong dy_off, const ulong dy_stride, __global const stype *x,    \
+      const ulong x_off, const ulong x_stride, __global const stype *gamma,                        \
+      __global const float *mean_in, __global const float *rstd_in, __global stype *dx,            \
+      const ulong dx_off, const ulong dx_stride
+
+/* BWD_SUMS(FOR, DYV, GV, XV, dyp, gp, xp, end): the work-item's part of a row's two sums, s1 =
+ * sum(g * xhat) and s2 = sum(g) with g = gamma * dy (declares float s1, s2): FOR is the loop over
+ * its vectors, in which DYV(i, k), GV(i, k) and XV(i, k) are vector i of dy, gamma and x (k: the
+ * slot when held); then the elements from nvec * VEC to `end` of dyp, gp and xp, one per
+ * work-item in turn. */
+#define BWD_SUMS(FOR, DYV, GV, XV, dyp, gp, xp, end)                                               \
+  floatv a1 = 0.0f, a2 = 0.0f;                                                                     \
+  FOR {                                                                                            \
+    const floatv dv = DYV(i, k);                                                                   \
+    const floatv g = has_gamma ? dv * GV(i, k) : dv;                                               \
+    a1 += g * ((XV(i, k) - mean) * rstd);                                                          \
+    a2 += g;                                                                                       \
+  }                                                                                                \
+  float s1 = HSUM(a1), s2 = HSUM(a2);                                                              \
+  for (uint i = nvec * VEC + lane; i < end; i += TPR) {                                            \
+    const float dv = LOAD1(dyp, i);                                                                \
+    const float g = has_gamma ? dv * LOAD1(gp, i) : dv;                                            \
+    s1 += g * ((LOAD1(xp, i) - mean) * rstd);                                                      \
+    s2 += g;                                                                                       \
+  }
+
+/* The forward's mean of row r: RMSNorm's rows have none (0) */
+#if RMS
+#define ROW_MEAN(r) 0.0f
+#else
+#define ROW_MEAN(r) mean_in[r]
 #endif
 
+/* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
 #if !SPLIT
 /* With HOLD > 0 the slot's dgamma and dbeta sums of its columns stay in registers (HOLD vectors
  * each); the row itself (x, dy, gamma) is held too where that adds at most 32 floats a work-item
@@ -35,17 +64,9 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
-         __global const stype *x, const ulong x_off, const ulong x_stride,
-         __global const stype *gamma, __global const float *mean_in,
-         __global const float *rstd_in, __global stype *dx, const ulong dx_off,
-         const ulong dx_stride, __global float *partial, const ulong rows, const uint cols,
+norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
          const uint flags, const uint groups) {
-#if TPR > 1
-  __local float scratch[2 * WG];
-#else
-  __local float *scratch = 0;
-#endif
+  ROW_SCRATCH(2 * WG);
   /* `groups` groups take part; the grid may hold more (PoCL before 6 gets a fixed grid:
    * docs/DEVICES.md). The test is the same for the whole group, before any barrier. */
   if (get_group_id(0) >= groups)
@@ -131,6 +152,9 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
 #define BWD_DY(q, i, k) LOADV(dyr, (i))
 #define BWD_G(i, k) LOADV(gamma, (i))
 #endif
+/* row q's vectors of dy and x, for BWD_SUMS */
+#define BWD_DYQ(i, k) BWD_DY(q, i, k)
+#define BWD_XQ(i, k) BWD_X(q, i, k)
     float c1q[BWD_RI], c2q[BWD_RI];
     for (uint q = 0; q < BWD_RI; q++) {
       const uint nvec = act[q] ? nvec_all : 0;
@@ -138,21 +162,9 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       const float mean = mean_q[q], rstd = rstd_q[q];
       __global const stype *xr = x + x_off + rq[q] * x_stride;
       __global const stype *dyr = dy + dy_off + rq[q] * dy_stride;
-      /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy */
-      floatv a1 = 0.0f, a2 = 0.0f;
-      FOR_VECS(i, k, nvec) {
-        const floatv dv = BWD_DY(q, i, k);
-        const floatv g = has_gamma ? dv * BWD_G(i, k) : dv;
-        a1 += g * ((BWD_X(q, i, k) - mean) * rstd);
-        a2 += g;
-      }
-      float s1 = HSUM(a1), s2 = HSUM(a2);
-      for (uint i = nvec * VEC + lane; i < ncols; i += TPR) {
-        const float dv = LOAD1(dyr, i);
-        const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
-        s1 += g * ((LOAD1(xr, i) - mean) * rstd);
-        s2 += g;
-      }
+      /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy (BWD_SUMS ends in a block: no
+       * semicolon) */
+      BWD_SUMS(FOR_VECS(i, k, nvec), BWD_DYQ, BWD_G, BWD_XQ, dyr, gamma, xr, ncols)
 #if RMS
       c1q[q] = row_sum(s1, scratch) / (float)cols;
       c2q[q] = 0.0f;
@@ -246,9 +258,6 @@ norm_bwd(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
  * of thousands, each with a long chain of loads.
  * RVEC == 16 (CPUs): a work-item takes 16 adjacent columns (one 64-byte line of each partial row
  * and one vector add) and adds the partial rows in order 0, 1, .... */
-#ifndef RVEC
-#define RVEC 1
-#endif
 #if RVEC == 1
 #define RCOLS 8
 #define RWG_MAX 256
@@ -361,17 +370,9 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
 #define LANE_WG (WG / ROWL)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
-         __global const stype *x, const ulong x_off, const ulong x_stride,
-         __global const stype *gamma, __global const float *mean_in,
-         __global const float *rstd_in, __global stype *dx, const ulong dx_off,
-         const ulong dx_stride, __global float *partial, const ulong rows, const uint cols,
+bwd_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
          const uint flags, const uint splits) {
-#if TPR > 1
-  __local float scratch[WG];
-#else
-  __local float *scratch = 0;
-#endif
+  ROW_SCRATCH(WG);
   (void)dx;
   (void)dx_off;
   (void)dx_stride;
@@ -386,27 +387,15 @@ bwd_sums(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
     __global const stype *xr = x + x_off + row * x_stride + begin;
     __global const stype *dyr = dy + dy_off + row * dy_stride + begin;
     __global const stype *gr = gamma + begin;
-#if RMS
-    const float mean = 0.0f;
-#else
-    const float mean = mean_in[row];
-#endif
+    const float mean = ROW_MEAN(row);
     const float rstd = rstd_in[row];
     const uint nvec = count / VEC;
-    floatv a1 = 0.0f, a2 = 0.0f;
-    for (uint i = lane; i < nvec; i += TPR) {
-      const floatv dv = LOADV(dyr, i);
-      const floatv g = has_gamma ? dv * LOADV(gr, i) : dv;
-      a1 += g * ((LOADV(xr, i) - mean) * rstd);
-      a2 += g;
-    }
-    float s1 = HSUM(a1), s2 = HSUM(a2);
-    for (uint i = nvec * VEC + lane; i < count; i += TPR) {
-      const float dv = LOAD1(dyr, i);
-      const float g = has_gamma ? dv * LOAD1(gr, i) : dv;
-      s1 += g * ((LOAD1(xr, i) - mean) * rstd);
-      s2 += g;
-    }
+#define SUMS_DY(i, k) LOADV(dyr, i)
+#define SUMS_G(i, k) LOADV(gr, i)
+#define SUMS_X(i, k) LOADV(xr, i)
+    /* s1, s2 (BWD_SUMS ends in a block: no semicolon) */
+    BWD_SUMS(for (uint i = lane; i < nvec; i += TPR), SUMS_DY, SUMS_G, SUMS_X, dyr, gr, xr,
+             count)
     s1 = row_sum(s1, scratch);
 #if RMS
     s2 = 0.0f; /* not used */
@@ -432,11 +421,7 @@ inline float2 row_consts(__global const float *partial, ulong row, uint splits, 
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
-          __global const stype *x, const ulong x_off, const ulong x_stride,
-          __global const stype *gamma, __global const float *mean_in,
-          __global const float *rstd_in, __global stype *dx, const ulong dx_off,
-          const ulong dx_stride, __global const float *partial, const ulong rows,
+bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
           const uint cols, const uint flags, const uint splits, __global stype *dgamma,
           __global stype *dbeta) {
   const uint lane = get_local_id(0);
@@ -485,11 +470,7 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       for (uint q = 0; q < RB && r0 + q * ROWL < rows; q++) {
         const ulong r = r0 + q * ROWL;
         const float2 c = row_consts(partial, r, splits, cols);
-#if RMS
-        const float mean = 0.0f;
-#else
-        const float mean = mean_in[r];
-#endif
+        const float mean = ROW_MEAN(r);
         const float rstd = rstd_in[r];
         __global const stype *xr = x + x_off + r * x_stride;
         __global const stype *dyr = dy + dy_off + r * dy_stride;
@@ -545,11 +526,7 @@ bwd_split(__global const stype *dy, const ulong dy_off, const ulong dy_stride,
       float ag = 0.0f, ab = 0.0f;
       for (ulong r = 0; r < rows; r++) {
         const float2 c = row_consts(partial, r, splits, cols);
-#if RMS
-        const float mean = 0.0f;
-#else
-        const float mean = mean_in[r];
-#endif
+        const float mean = ROW_MEAN(r);
         const float rstd = rstd_in[r];
         const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
         const float xhat = (LOAD1(x + x_off + r * x_stride, j) - mean) * rstd;

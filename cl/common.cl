@@ -41,6 +41,21 @@
              where unknown; 0 elsewhere */
 #define PTX 0
 #endif
+#ifndef RMS /* 1: RMSNorm, 0: LayerNorm (cl/forward.cl, split.cl, backward.cl) */
+#define RMS 0
+#endif
+#ifndef SPLIT /* 1: cl/backward.cl builds its split-row kernels (bwd_sums, bwd_split) */
+#define SPLIT 0
+#endif
+#ifndef RVEC /* columns per work-item of bwd_reduce (cl/backward.cl): 1 (GPUs) or 16 (CPUs) */
+#define RVEC 1
+#endif
+#ifndef STREAM /* 1: streaming (non-temporal) stores (PoCL's CPU device; PUT below) */
+#define STREAM 0
+#endif
+#ifndef RBUF /* floats of a work-item's private row buffer, 0 for none (RB below) */
+#define RBUF 0
+#endif
 
 #define RPG (WG / TPR) /* rows per work-group */
 
@@ -486,6 +501,14 @@ inline float shfl_xor(float v, uint lane_mask) {
  * Shuffle-only reductions (REDUCE 2, TPR <= WARP) have no barrier: there the pivot feeds the
  * value each lane contributes, so its read completes before the owner's write can begin. */
 #define ROW_DONE_FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+
+/* ROW_SCRATCH(n): the local memory of a row's reductions, n floats, where a row has several
+ * work-items (TPR > 1); one work-item a row reduces nothing. */
+#if TPR > 1
+#define ROW_SCRATCH(n) __local float scratch[n]
+#else
+#define ROW_SCRATCH(n) __local float *scratch = 0
+#endif
 
 /* Sum of v over the TPR work-items of this row; every work-item of the group must call it
  * (it contains barriers) and every one receives the row's total. `scratch` holds WG floats. */

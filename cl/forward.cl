@@ -2,9 +2,6 @@
  * them. One row per TPR work-items; RPG rows per work-group. LayerNorm's statistics are taken of
  * d = x - pivot (the row's first element), so that x - mean stays exact for rows far from zero;
  * mean = pivot + mean(d). RMSNorm's are the mean square of x. */
-#ifndef RMS
-#define RMS 0
-#endif
 /* The bound on E[d]^2 / var under which LayerNorm's statistics of a row that is not held keep
  * their one-pass variance (HOLD == 0 below). */
 #define LN_ONE_PASS_K 2.0f
@@ -41,11 +38,7 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
            __global const stype *gamma, BETA_ARG __global stype *y, const ulong y_off,
            const ulong y_stride, MEAN_ARG __global float *rstd_out, const ulong rows,
            const uint cols, const float eps, const uint flags) {
-#if TPR > 1
-  __local float scratch[FWD_SCRATCH];
-#else
-  __local float *scratch = 0;
-#endif
+  ROW_SCRATCH(FWD_SCRATCH);
 #if RB
   float rbuf[RBUF]; /* the row buffer (cl/common.cl) */
 #endif

@@ -11,9 +11,6 @@
  * on every run), then normalizes its chunk. It takes the units in reverse order, so that the
  * chunks split_stats read last are read again while they may still be in the cache.
  * No atomics, no spinning: the host enqueues split_norm after split_stats. */
-#ifndef RMS
-#define RMS 0
-#endif
 
 /* The chunk's vector i, for ROW_WELFORD (cl/common.cl), whose vectors have no held slot k */
 #define SPLIT_V(i, k) SRCV(i)
@@ -33,11 +30,7 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
             __global const stype *res, const ulong r_off, const ulong r_stride,
             __global float *partial, const ulong rows, const uint cols, const uint chunk,
             const uint splits) {
-#if TPR > 1
-  __local float scratch[3 * WG];
-#else
-  __local float *scratch = 0;
-#endif
+  ROW_SCRATCH(3 * WG);
   const uint lane = get_local_id(0);
   const ulong units = rows * splits;
   for (ulong u = get_group_id(0); u < units; u += get_num_groups(0)) {
