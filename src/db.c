@@ -188,6 +188,12 @@ clnorm_status clnorm__db_sql_error(clnorm_db *db, int rc, const char *doing, cha
   return sql_fail(db->path, db->sql, rc, doing, err, err_size);
 }
 
+clnorm_status clnorm__db_end_listing(clnorm_db *db, sqlite3_stmt *st, int rc, const char *doing,
+                                     char *err, size_t err_size) {
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? CLNORM_OK : clnorm__db_sql_error(db, rc, doing, err, err_size);
+}
+
 const char *clnorm__outcome_name(clnorm_outcome outcome) {
   return clnorm__name_of(clnorm__outcome_names, CLNORM__OUTCOME_COUNT, (int)outcome, "?");
 }

@@ -151,7 +151,5 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
       }
     }
   }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? CLNORM_OK
-                           : clnorm__db_sql_error(db, rc, "listing the A/B results", err, err_size);
+  return clnorm__db_end_listing(db, st, rc, "listing the A/B results", err, err_size);
 }

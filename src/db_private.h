@@ -92,5 +92,9 @@ void clnorm__db_bind_ab(sqlite3_stmt *st, sqlite3_int64 device, const clnorm_ab 
 /* The message of a failed SQLite call on db while `doing` something, into err: CLNORM_E_DB. */
 clnorm_status clnorm__db_sql_error(clnorm_db *db, int rc, const char *doing, char *err,
                                    size_t err_size);
+/* The end of a listing's steps: st finalized, then CLNORM_OK where the last step gave SQLITE_DONE
+ * (rc), else the message of rc while `doing`. */
+clnorm_status clnorm__db_end_listing(clnorm_db *db, sqlite3_stmt *st, int rc, const char *doing,
+                                     char *err, size_t err_size);
 
 #endif

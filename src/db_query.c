@@ -113,9 +113,7 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
       break;
     }
   }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? CLNORM_OK
-                           : clnorm__db_sql_error(db, rc, "listing results", err, err_size);
+  return clnorm__db_end_listing(db, st, rc, "listing results", err, err_size);
 }
 
 /* An array that listings append to: items of `size` bytes, `count` of them in room for `cap`. */
@@ -398,9 +396,7 @@ clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_
       break;
     }
   }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? CLNORM_OK
-                           : clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
+  return clnorm__db_end_listing(db, st, rc, "listing devices", err, err_size);
 }
 
 typedef struct tuned_devices {
