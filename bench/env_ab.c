@@ -5,8 +5,8 @@
  * a shared machine, where one minute's bandwidth is not the next one's (docs/DEVICES.md). Prints,
  * per op, dtype and shape, the median GB/s of each setting (x read and y written; x and the
  * residual read for add_layernorm, which writes no sum; dy, x read and dx written for the
- * backward, which computes no weight gradients), timed from a marker enqueued before the call to
- * the end of its last kernel, and checks that every setting wrote the same bits (the options
+ * backward, which computes no weight gradients), timed from the call's first kernel's start to its
+ * last kernel's end (clnorm_run_span: no marker's gap, as normtune bench times), and checks that every setting wrote the same bits (the options
  * change how the bytes move, never the values; the values themselves are checked against the
  * float64 reference by the tests and by `normtune bench`).
  *
@@ -216,19 +216,13 @@ int main(int argc, char **argv) {
             const int k = (j + r + 2) % settings;
             const size_t set = ((size_t)(r + 2) * (size_t)settings + (size_t)j) % s.n;
             const clnorm_call c = make_call(ops[o], rows, cols, dtype, &s, set);
-            cl_event marker, ev;
-            if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &marker) != CL_SUCCESS) {
-              fprintf(stderr, "env_ab: could not enqueue a marker\n");
-              status = 1;
-              break;
-            }
-            if (clnorm_run(ctx[k], queue, &c, NULL, 0, NULL, &ev) != CLNORM_OK) {
+            cl_event first_ev, ev;
+            if (clnorm_run_span(ctx[k], queue, &c, NULL, 0, NULL, &first_ev, &ev) != CLNORM_OK) {
               fprintf(stderr, "env_ab: %s\n", clnorm_ctx_errmsg(ctx[k]));
-              clReleaseEvent(marker);
               status = 1;
               break;
             }
-            const double t = tool_span_seconds(marker, ev, NULL); /* releases both */
+            const double t = tool_call_seconds(first_ev, ev); /* releases both */
             if (!(t > 0)) {
               fprintf(stderr, "env_ab: no profiling time for the call\n");
               status = 1;
