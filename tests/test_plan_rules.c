@@ -4,6 +4,7 @@
  * keep one variant at every row count. normtune's A/B at a row class's edges compares a winner
  * with the heuristic's variant only where that variant is the one of the rows tuned (a GPU's,
  * a CPU's backward): if those stopped holding, the edges would go unchecked on a GPU. */
+#include "fake_device.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -64,13 +65,7 @@ static void same_at_every_row_count(const clnorm_device_info *info, const char *
 }
 
 int main(void) {
-  clnorm_device_info gpu;
-  memset(&gpu, 0, sizeof gpu);
-  gpu.type = CL_DEVICE_TYPE_GPU;
-  gpu.max_wg = 1024;
-  gpu.local_mem = 48 << 10;
-  gpu.compute_units = 132; /* an H100 SXM */
-  gpu.is_nvidia = 1;
+  clnorm_device_info gpu = fake_nvidia_gpu();
   gpu.ptx_sm = 90;
 
   /* a GPU's forward: rows under 128 KB are one group's work, however few the rows */
@@ -100,12 +95,7 @@ int main(void) {
          "GPU layernorm_bwd f32 8 x 65536: not split, want a split");
 
   /* a CPU splits few rows of any length that leave its cores idle */
-  clnorm_device_info cpu;
-  memset(&cpu, 0, sizeof cpu);
-  cpu.type = CL_DEVICE_TYPE_CPU;
-  cpu.max_wg = 4096;
-  cpu.local_mem = 4 << 20;
-  cpu.compute_units = 16;
+  clnorm_device_info cpu = fake_cpu(16);
   EXPECT(splits(&cpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 16384) > 1,
          "CPU layernorm f32 2 x 16384 on 16 cores: not split, want a split");
 
@@ -118,7 +108,7 @@ int main(void) {
   static const cl_uint cores[] = {2, 16};
   for (size_t i = 0; i < sizeof cores / sizeof *cores; i++) {
     char label[64];
-    cpu.compute_units = cores[i];
+    cpu = fake_cpu(cores[i]);
     snprintf(label, sizeof label, "a CPU of %u cores, backward", cores[i]);
     same_at_every_row_count(&cpu, label, 1);
   }

@@ -4,6 +4,7 @@
  * on the test device and on fabricated CPUs (1, 2, 16 and 64 cores) and GPUs (NVIDIA's platform;
  * sub-groups; a 256-item limit without sub-groups). */
 #include "harness.h"
+#include "fake_device.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -52,25 +53,14 @@ int main(void) {
   harness h;
   harness_open(&h, "test_space");
   check_device(&h.ctx->info, h.ctx->info.name);
-  clnorm_device_info cpu;
-  memset(&cpu, 0, sizeof cpu);
-  cpu.type = CL_DEVICE_TYPE_CPU;
-  cpu.max_wg = 4096;
-  cpu.local_mem = 4 << 20;
   static const cl_uint cores[] = {1, 2, 16, 64};
   for (size_t i = 0; i < sizeof cores / sizeof *cores; i++) {
     char label[64];
-    cpu.compute_units = cores[i];
+    const clnorm_device_info cpu = fake_cpu(cores[i]);
     snprintf(label, sizeof label, "a CPU of %u cores", cores[i]);
     check_device(&cpu, label);
   }
-  clnorm_device_info gpu;
-  memset(&gpu, 0, sizeof gpu);
-  gpu.type = CL_DEVICE_TYPE_GPU;
-  gpu.max_wg = 1024;
-  gpu.local_mem = 48 << 10;
-  gpu.compute_units = 132;
-  gpu.is_nvidia = 1;
+  clnorm_device_info gpu = fake_nvidia_gpu();
   check_device(&gpu, "an NVIDIA GPU");
   gpu.is_nvidia = 0;
   gpu.has_subgroups = 1;
