@@ -11,15 +11,20 @@
  * Reports calls completed, calls per second, errors (a call that did not return CLNORM_OK) and
  * wrong results (must both be 0), and the resident set size (VmRSS of /proc/self/status): each
  * second's sample is the least of its readings 20 ms apart, printed with the programs the
- * context has cached. Memory flat: RSS at the end
- * (median of the last 10 samples) may exceed RSS after the warm-up (median of the 10 samples
- * after the first half of the run, at most 15 s) by at most max(8 MiB, 5%) plus 3 MiB per
- * program built since. The warm-up builds most programs and grows malloc's arenas to their
- * working size; rare shapes and alignments keep adding a few programs later, and what PoCL and
- * the context keep per program is the only growth by design. Each call allocates and frees its
- * own host and device buffers (up to some 6 MiB per thread, 16 threads), so RSS moves by tens
- * of MiB within a second, hence the least reading and medians; a leak of one small buffer per call (several
- * hundred calls a second) passes the bound within the run. */
+ * context has cached and its idle kernel objects.
+ *
+ * Memory flat. The run has two halves. In the first, each thread makes random calls from its own
+ * seed: this builds the programs, lets PoCL compile a work-group function for each local size a
+ * kernel runs with (which no count here sees), and grows malloc's arenas to their working size.
+ * In the second, each thread replays its own first-half calls from the start, the same cases in
+ * the same order, again and again until the time is up. So the second half needs nothing the
+ * first did not: it must build no program, and RSS at its end (median of its last 10 samples)
+ * may exceed RSS at its start (median of its first 10) by at most max(8 MiB, 5%). Each call
+ * allocates and frees its own host and device buffers (up to some 6 MiB per thread, 16
+ * threads), so RSS moves by tens of MiB within a second, hence the least reading and medians;
+ * a leak of 2 KiB per call (several hundred calls a second) exceeds the bound within a 36 s run.
+ * CLNORM_TEST_LEAK_BYTES=N makes each replayed call leak N bytes (touched), to show the check
+ * fails. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 #include "op_case.h"
@@ -35,17 +40,11 @@
 #define THREADS 16
 #define OWN_QUEUES 12 /* threads 12..15 share one queue */
 #define MAX_SAMPLES 4096
-/* RSS a program built after the warm-up may add: PoCL keeps its compiled code (a loaded work-group
- * function for each local size it ran), and the context the program and its kernel objects.
- * Measured on PoCL 3 (2 cores), whole 15 s runs, all of RSS counted against programs: 1.8 MiB per
- * program before the CPU heuristic's larger work-groups, 2.4 MiB after (186 -> 643 MiB for 50 ->
- * 238 programs; 289 -> 515 MiB for 146 -> 240), and 2.1-2.5 MiB on the CI machine (261 -> 502
- * MiB for 125 -> 238). A bound of 2 MiB failed load_short there and here; 3 MiB leaves a fifth
- * of headroom. The long run (`load`, 60 s) reaches a full cache, so its bound rests on the 5%. */
-#define PROGRAM_KIB 3072
 
 static harness h;
-static volatile int stop;
+static volatile int stop, replay; /* replay: the second half has begun */
+static int switched; /* threads done with their first half (under report_lock) */
+static size_t leak_bytes; /* CLNORM_TEST_LEAK_BYTES: leaked by each replayed call, or 0 */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct worker {
@@ -135,7 +134,26 @@ static void *run(void *arg) {
   clnorm_rng rng;
   clnorm_rng_seed(&rng, 5000u + (unsigned)w->id);
   char msg[1024], text[1024];
-  while (!stop) {
+  /* cases drawn so far, and in the first half: in the second, the thread replays that many
+   * from its seed, again and again */
+  long made = 0, first_half = 0;
+  for (; !stop; made++) {
+    if (replay && !first_half) {
+      first_half = made;
+      pthread_mutex_lock(&report_lock);
+      switched++;
+      pthread_mutex_unlock(&report_lock);
+      if (first_half == 0) /* no first-half call to replay: this thread waits out the run */
+        break;
+      made = 0;
+    }
+    if (first_half && made % first_half == 0)
+      clnorm_rng_seed(&rng, 5000u + (unsigned)w->id);
+    if (first_half && leak_bytes) {
+      unsigned char *leak = malloc(leak_bytes); /* never freed: the check must catch it */
+      if (leak)
+        memset(leak, 1, leak_bytes);
+    }
     oc_case c;
     random_case(&rng, &c);
     const oc_result r = oc_run(&mine, &c, NULL, msg, sizeof msg);
@@ -164,10 +182,13 @@ static void *run(void *arg) {
 
 int main(int argc, char **argv) {
   const double seconds = argc > 1 ? atof(argv[1]) : 60.0;
-  if (!(seconds > 0)) {
-    fprintf(stderr, "usage: test_load [SECONDS]   (default 60)\n");
+  if (!(seconds >= 4)) {
+    fprintf(stderr, "usage: test_load [SECONDS]   (default 60; at least 4: half of it is "
+                    "replayed and compared)\n");
     return 2;
   }
+  const char *leak = getenv("CLNORM_TEST_LEAK_BYTES");
+  leak_bytes = leak ? (size_t)strtoull(leak, NULL, 10) : 0;
   harness_open(&h, "load");
   printf("load: %d threads on one context for %.0f s on %s (%d own queues, %d sharing one)\n",
          THREADS, seconds, h.name, OWN_QUEUES, THREADS - OWN_QUEUES);
@@ -187,10 +208,13 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  /* half the run, at most 15 s: a 15 s run on 2 cores is still building a program a second
-   * after its first quarter, and the malloc arenas are still growing (4 MiB per program built
-   * between 4 s and 15 s in three runs here, against 0.3-2 MiB per program after 7 s) */
-  const double warmup = fmin(15.0, seconds / 2.0);
+  static long samples[MAX_SAMPLES];
+  static size_t sample_programs[MAX_SAMPLES], sample_kernels[MAX_SAMPLES];
+  size_t nsamples = 0, half_at = 0;
+  /* programs cached once every thread has finished its first-half calls (one may still be
+   * building when the replay begins), or none yet */
+  size_t replay_programs = 0;
+  int counted = 0;
   const double start = now();
   pthread_t tid[THREADS];
   for (int t = 0; t < THREADS; t++)
@@ -198,10 +222,11 @@ int main(int argc, char **argv) {
       printf("FAIL: pthread_create\n");
       return 1;
     }
-  static long samples[MAX_SAMPLES];
-  static size_t sample_programs[MAX_SAMPLES], sample_kernels[MAX_SAMPLES];
-  size_t nsamples = 0;
   for (int second = 1; now() - start < seconds; second++) {
+    if (!replay && second > seconds / 2.0) {
+      replay = 1;
+      half_at = nsamples;
+    }
     /* the second's sample is the least of its readings, one each 20 ms: the buffers in flight
      * come and go within milliseconds, what stays is what the process holds on to */
     const double wake = start + second;
@@ -212,6 +237,14 @@ int main(int argc, char **argv) {
       const long reading = rss_kib();
       if (reading >= 0 && (kib < 0 || reading < kib))
         kib = reading;
+      pthread_mutex_lock(&report_lock);
+      const int all_switched = switched == THREADS;
+      pthread_mutex_unlock(&report_lock);
+      if (all_switched && !counted) {
+        size_t unused;
+        cache_size(&replay_programs, &unused);
+        counted = 1;
+      }
     }
     size_t programs, kernels;
     cache_size(&programs, &kernels);
@@ -232,35 +265,31 @@ int main(int argc, char **argv) {
     wrong += w[t].wrong;
     unsupported += w[t].unsupported;
   }
-  printf("each second: RSS MiB / programs cached / idle kernel objects:");
+  printf("each second: RSS MiB / programs cached / idle kernel objects (| where the replay "
+         "starts):");
   for (size_t i = 0; i < nsamples; i++)
-    printf("%s%.0f/%zu/%zu", i % 8 == 0 ? "\n  " : "  ", (double)samples[i] / 1024.0,
-           sample_programs[i], sample_kernels[i]);
+    printf("%s%.0f/%zu/%zu", i % 8 == 0 ? "\n  " : i == half_at ? " | " : "  ",
+           (double)samples[i] / 1024.0, sample_programs[i], sample_kernels[i]);
   printf("\n");
-  /* medians of 10 samples (each the least reading of its second): RSS moves by tens of MiB
-   * within a second with the buffers in flight; the warm-up window starts where the warm-up
-   * ends */
-  size_t warm_at = 0;
-  while (warm_at < nsamples && (double)(warm_at + 1) < warmup)
-    warm_at++;
-  const size_t window = nsamples >= warm_at + 20 ? 10 : 1;
-  const long warm_rss = median(samples + warm_at, window);
-  const long end_rss = median(samples + nsamples - window, window);
-  const size_t new_programs =
-      nsamples ? sample_programs[nsamples - 1] - sample_programs[warm_at < nsamples ? warm_at : 0]
-               : 0;
-  const long bound =
-      (long)fmax(8.0 * 1024.0, 0.05 * (double)warm_rss) + (long)new_programs * PROGRAM_KIB;
-  const long growth = end_rss - warm_rss;
+  /* medians of up to 10 samples (each the least reading of its second) at the start and at the
+   * end of the replay, not overlapping: RSS moves by tens of MiB within a second with the
+   * buffers in flight */
+  const size_t replayed = nsamples - half_at;
+  const size_t window = replayed / 2 < 10 ? replayed / 2 : 10;
+  const long start_rss = window ? median(samples + half_at, window) : -1;
+  const long end_rss = window ? median(samples + nsamples - window, window) : -1;
+  const size_t built = counted ? sample_programs[nsamples - 1] - replay_programs : 0;
+  const long bound = (long)fmax(8.0 * 1024.0, 0.05 * (double)start_rss);
+  const long growth = end_rss - start_rss;
   printf("calls %ld in %.1f s: %.1f calls/s; errors %ld; wrong results %ld\n", calls, elapsed,
          (double)calls / elapsed, call_errors, wrong);
   for (int t = 0; t < THREADS; t++)
     printf("%s%ld", t == 0 ? "calls per thread: " : " ", w[t].calls);
-  printf("\nRSS (median of %zu samples) after the %.0f s warm-up %.1f MiB, at the end %.1f MiB: "
-         "growth %+.1f MiB (bound %.1f MiB: max(8 MiB, 5%%) + %zu programs built since x %d "
-         "MiB)\n",
-         window, warmup, (double)warm_rss / 1024.0, (double)end_rss / 1024.0,
-         (double)growth / 1024.0, (double)bound / 1024.0, new_programs, PROGRAM_KIB / 1024);
+  printf("\nreplay of the first half's calls: RSS (median of %zu samples) at its start %.1f MiB, "
+         "at its end %.1f MiB: growth %+.1f MiB (bound %.1f MiB: max(8 MiB, 5%%)); programs "
+         "built %zu (must be 0)\n",
+         window, (double)start_rss / 1024.0, (double)end_rss / 1024.0, (double)growth / 1024.0,
+         (double)bound / 1024.0, built);
   int failed = 0;
   if (call_errors || wrong || unsupported) {
     printf("FAIL: %ld errors, %ld wrong results, %ld refused\n", call_errors, wrong, unsupported);
@@ -283,12 +312,22 @@ int main(int argc, char **argv) {
    * bound. */
   printf("memory bound not applied under AddressSanitizer (its quarantine holds freed memory; "
          "LeakSanitizer checks leaks at exit)\n");
-  if (nsamples == 0 || warm_rss < 0 || end_rss < 0) {
+  if (window == 0 || start_rss < 0 || end_rss < 0) {
 #else
-  if (nsamples == 0 || warm_rss < 0 || end_rss < 0 || growth > bound) {
+  if (window == 0 || start_rss < 0 || end_rss < 0 || growth > bound) {
 #endif
-    printf("FAIL: memory not flat: RSS grew by %.1f MiB after the warm-up (bound %.1f MiB)\n",
+    printf("FAIL: memory not flat: RSS grew by %.1f MiB during the replay (bound %.1f MiB)\n",
            (double)growth / 1024.0, (double)bound / 1024.0);
+    failed = 1;
+  }
+  if (!counted) {
+    printf("FAIL: the threads did not all finish their first-half calls within the run\n");
+    failed = 1;
+  }
+  if (built) {
+    printf("FAIL: replaying calls already made built %zu programs: the context's cache lost "
+           "one, or the dispatcher chose differently for the same call\n",
+           built);
     failed = 1;
   }
   for (int t = 0; t < OWN_QUEUES; t++)
