@@ -43,8 +43,8 @@
 
 static harness h;
 static volatile int stop, replay; /* replay: the second half has begun */
-static int switched; /* threads done with their first half (under report_lock) */
-static size_t leak_bytes; /* CLNORM_TEST_LEAK_BYTES: leaked by each replayed call, or 0 */
+static int switched;              /* threads done with their first half (under report_lock) */
+static size_t leak_bytes;         /* CLNORM_TEST_LEAK_BYTES: leaked by each replayed call, or 0 */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct worker {
@@ -268,7 +268,10 @@ int main(int argc, char **argv) {
   printf("each second: RSS MiB / programs cached / idle kernel objects (| where the replay "
          "starts):");
   for (size_t i = 0; i < nsamples; i++)
-    printf("%s%.0f/%zu/%zu", i % 8 == 0 ? "\n  " : i == half_at ? " | " : "  ",
+    printf("%s%.0f/%zu/%zu",
+           i % 8 == 0     ? "\n  "
+           : i == half_at ? " | "
+                          : "  ",
            (double)samples[i] / 1024.0, sample_programs[i], sample_kernels[i]);
   printf("\n");
   /* medians of up to 10 samples (each the least reading of its second) at the start and at the
