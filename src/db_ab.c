@@ -55,31 +55,6 @@ clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *dev
                          : st;
 }
 
-static int column_name(sqlite3_stmt *st, int col, const char *const *names, size_t count) {
-  if (sqlite3_column_type(st, col) != SQLITE_TEXT)
-    return -1;
-  return clnorm__name_index(names, count, (const char *)sqlite3_column_text(st, col));
-}
-
-/* A variant from 6 columns from `first`; 0 when one cannot be represented. */
-static int read_variant(sqlite3_stmt *st, int first, clnorm_variant *v) {
-  uint64_t n[4];
-  for (int i = 0; i < 4; i++)
-    if (!clnorm__db_column_uint(st, first + i, CLNORM_DB_MAX_WG, &n[i]))
-      return 0;
-  const int reduce = column_name(st, first + 4, clnorm__reduce_names, COUNT(clnorm__reduce_names));
-  const int stats = column_name(st, first + 5, clnorm__stats_names, COUNT(clnorm__stats_names));
-  if (reduce < 0 || stats < 0)
-    return 0;
-  v->wg = (unsigned)n[0];
-  v->tpr = (unsigned)n[1];
-  v->vec = (unsigned)n[2];
-  v->hold = (unsigned)n[3];
-  v->reduce = (clnorm_reduce)reduce;
-  v->stats = (clnorm_stats)stats;
-  return 1;
-}
-
 /* The columns of the listing, in the order read_ab reads them. */
 #define AB_SELECT                                                                                  \
   "SELECT op, dtype, cols, row_class, rows" CLNORM_VARIANT_SQL_COLUMNS                             \
@@ -92,30 +67,22 @@ static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
   if (sqlite3_column_type(st, 23) != SQLITE_TEXT ||
       !clnorm__db_parse_hash((const char *)sqlite3_column_text(st, 23), &ab->kernel_hash))
     return 0;
-  const int op = column_name(st, 0, clnorm__op_names, COUNT(clnorm__op_names));
-  const int dtype = column_name(st, 1, clnorm__dtype_names, COUNT(clnorm__dtype_names));
-  const int verdict = sqlite3_column_type(st, 21) == SQLITE_TEXT
-                          ? strcmp((const char *)sqlite3_column_text(st, 21), "heuristic") == 0 ? 1
-                            : strcmp((const char *)sqlite3_column_text(st, 21), "tuned") == 0   ? 0
-                                                                                                : -1
-                          : -1;
-  uint64_t n[5];
-  if (op < 0 || dtype < 0 || verdict < 0 ||
-      !clnorm__db_column_uint(st, 2, CLNORM_DB_MAX_COLS, &n[0]) ||
-      !clnorm__db_column_uint(st, 3, CLNORM_DB_MAX_ROW_CLASS, &n[1]) ||
-      !clnorm__db_column_uint(st, 4, CLNORM_DB_MAX_ROWS, &n[2]) ||
-      !clnorm__db_column_uint(st, 20, 1000, &n[3]) ||
-      !clnorm__db_column_uint(st, 22, INT64_MAX, &n[4]) || !read_variant(st, 5, &ab->candidate) ||
-      !read_variant(st, 11, &ab->heuristic))
+  const char *verdict =
+      sqlite3_column_type(st, 21) == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, 21) : "";
+  ab->kept_heuristic = strcmp(verdict, "heuristic") == 0 ? 1
+                       : strcmp(verdict, "tuned") == 0   ? 0
+                                                         : -1;
+  int bad = clnorm__db_read_shape(st, 0, &ab->op, &ab->dtype, &ab->cols, &ab->row_class, &ab->rows);
+  if (bad < 0)
+    bad = clnorm__db_read_variant(st, 5, &ab->candidate);
+  if (bad < 0)
+    bad = clnorm__db_read_variant(st, 11, &ab->heuristic);
+  uint64_t rounds, measured_at;
+  if (bad >= 0 || ab->kept_heuristic < 0 || !clnorm__db_column_uint(st, 20, 1000, &rounds) ||
+      !clnorm__db_column_uint(st, 22, INT64_MAX, &measured_at))
     return 0;
-  ab->op = (clnorm_op)op;
-  ab->dtype = (clnorm_dtype)dtype;
-  ab->cols = n[0];
-  ab->row_class = (unsigned)n[1];
-  ab->rows = n[2];
-  ab->rounds = (unsigned)n[3];
-  ab->measured_at = (int64_t)n[4];
-  ab->kept_heuristic = verdict;
+  ab->rounds = (unsigned)rounds;
+  ab->measured_at = (int64_t)measured_at;
   ab->candidate_s = sqlite3_column_double(st, 17);
   ab->heuristic_s = sqlite3_column_double(st, 18);
   ab->noise = sqlite3_column_double(st, 19);

@@ -79,6 +79,15 @@ void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *
 int clnorm__db_column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *out);
 /* NULL reads as NaN; a text or blob as -1, which every check rejects. */
 double clnorm__db_column_double(sqlite3_stmt *st, int col);
+/* Reads a shape's op, dtype, cols, row class and rows from the 5 columns from `first`, and a
+ * variant's 6 parameters from `first` (CLNORM_VARIANT_SQL_COLUMNS' order, each checked against
+ * clnorm__variant_params' maximum or names): the one reading of the columns clnorm__db_bind_shape
+ * and clnorm__db_bind_variant write. Each returns -1, or the first column of the wrong type, out
+ * of range or holding a name this build does not know (a blob, or a text with a NUL inside, is
+ * never a name). */
+int clnorm__db_read_shape(sqlite3_stmt *st, int first, clnorm_op *op, clnorm_dtype *dtype,
+                          uint64_t *cols, unsigned *row_class, uint64_t *rows);
+int clnorm__db_read_variant(sqlite3_stmt *st, int first, clnorm_variant *v);
 /* Reads a device's 8 columns (ST_FIND_DEVICE's order, from column 0): -1, or the first column out
  * of range or of the wrong type. */
 int clnorm__db_read_device(sqlite3_stmt *st, clnorm_device_identity *d);

@@ -189,6 +189,48 @@ int clnorm__db_column_uint(sqlite3_stmt *st, int col, uint64_t max, uint64_t *ou
   return 1;
 }
 
+/* A name of names[count] in column col: its index, or -1 (another type, or not one of them). */
+static int column_name(sqlite3_stmt *st, int col, const char *const *names, size_t count) {
+  char text[32];
+  return column_text(st, col, text, sizeof text) ? clnorm__name_index(names, count, text) : -1;
+}
+
+int clnorm__db_read_shape(sqlite3_stmt *st, int first, clnorm_op *op, clnorm_dtype *dtype,
+                          uint64_t *cols, unsigned *row_class, uint64_t *rows) {
+  const int op_i = column_name(st, first, clnorm__op_names, COUNT(clnorm__op_names));
+  const int dtype_i = column_name(st, first + 1, clnorm__dtype_names, COUNT(clnorm__dtype_names));
+  uint64_t row_class_u;
+  if (op_i < 0 || dtype_i < 0)
+    return op_i < 0 ? first : first + 1;
+  if (!clnorm__db_column_uint(st, first + 2, CLNORM_DB_MAX_COLS, cols))
+    return first + 2;
+  if (!clnorm__db_column_uint(st, first + 3, CLNORM_DB_MAX_ROW_CLASS, &row_class_u))
+    return first + 3;
+  if (!clnorm__db_column_uint(st, first + 4, CLNORM_DB_MAX_ROWS, rows))
+    return first + 4;
+  *op = (clnorm_op)op_i;
+  *dtype = (clnorm_dtype)dtype_i;
+  *row_class = (unsigned)row_class_u;
+  return -1;
+}
+
+int clnorm__db_read_variant(sqlite3_stmt *st, int first, clnorm_variant *v) {
+  for (int i = 0; i < CLNORM_VARIANT_PARAMS; i++) {
+    const clnorm_variant_param *p = &clnorm__variant_params[i];
+    uint64_t value;
+    if (p->names) {
+      const int index = column_name(st, first + i, p->names, p->count);
+      if (index < 0)
+        return first + i;
+      value = (uint64_t)index;
+    } else if (!clnorm__db_column_uint(st, first + i, p->max, &value)) {
+      return first + i;
+    }
+    clnorm__variant_set_param(v, i, (unsigned)value);
+  }
+  return -1;
+}
+
 /* The select list's column names, for the reason a row is skipped. */
 #define PARAM_NAME(field, names, count, min, max) #field,
 static const char *const row_columns[27] = {"vendor_id",
@@ -239,63 +281,36 @@ int clnorm__db_read_device(sqlite3_stmt *st, clnorm_device_identity *d) {
 int clnorm__db_read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_result *r, char *reason,
                         size_t reason_size) {
   memset(r, 0, sizeof *r);
-  uint64_t v[12];
-  char hash[32], op[16], dtype[16], reduce[16], stats[16], outcome[16];
+  uint64_t measured_at;
+  char hash[32];
   int bad = clnorm__db_read_device(st, d); /* the first column out of range or of the wrong type */
-  const int read = bad < 0 &&
-                   COL(8, column_text(st, 8, hash, sizeof hash) &&
-                              clnorm__db_parse_hash(hash, &r->kernel_hash)) &&
-                   COL(9, column_text(st, 9, op, sizeof op)) &&
-                   COL(10, column_text(st, 10, dtype, sizeof dtype)) &&
-                   COL(11, clnorm__db_column_uint(st, 11, CLNORM_DB_MAX_COLS, &v[4])) &&
-                   COL(12, clnorm__db_column_uint(st, 12, CLNORM_DB_MAX_ROW_CLASS, &v[5])) &&
-                   COL(13, clnorm__db_column_uint(st, 13, CLNORM_DB_MAX_ROWS, &v[6])) &&
-                   COL(14, clnorm__db_column_uint(st, 14, CLNORM_DB_MAX_WG, &v[7])) &&
-                   COL(15, clnorm__db_column_uint(st, 15, CLNORM_DB_MAX_WG, &v[8])) &&
-                   COL(16, clnorm__db_column_uint(st, 16, 16, &v[9])) &&
-                   COL(17, clnorm__db_column_uint(st, 17, CLNORM_DB_MAX_HOLD, &v[10])) &&
-                   COL(18, column_text(st, 18, reduce, sizeof reduce)) &&
-                   COL(19, column_text(st, 19, stats, sizeof stats)) &&
-                   COL(20, column_text(st, 20, outcome, sizeof outcome)) &&
-                   COL(25, clnorm__db_column_uint(st, 25, INT64_MAX, &v[11])) &&
-                   COL(26, column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version));
-  if (!read) {
-    snprintf(reason, reason_size, "%s is out of range or of the wrong type", row_columns[bad]);
+  if (bad < 0 &&
+      !(column_text(st, 8, hash, sizeof hash) && clnorm__db_parse_hash(hash, &r->kernel_hash)))
+    bad = 8;
+  if (bad < 0)
+    bad = clnorm__db_read_shape(st, 9, &r->op, &r->dtype, &r->cols, &r->row_class, &r->rows);
+  if (bad < 0)
+    bad = clnorm__db_read_variant(st, 14, &r->variant);
+  if (bad < 0) {
+    const int outcome = column_name(st, 20, clnorm__outcome_names, COUNT(clnorm__outcome_names));
+    r->outcome = (clnorm_outcome)outcome;
+    bad = outcome < 0                                                         ? 20
+          : !clnorm__db_column_uint(st, 25, INT64_MAX, &measured_at)          ? 25
+          : !column_text(st, 26, r->clnorm_version, sizeof r->clnorm_version) ? 26
+                                                                              : -1;
+  }
+  if (bad >= 0) {
+    snprintf(reason, reason_size,
+             "%s is out of range, of the wrong type or a name this build "
+             "does not know",
+             row_columns[bad]);
     return 0;
   }
-  const int op_i = clnorm__name_index(clnorm__op_names, COUNT(clnorm__op_names), op);
-  const int dtype_i = clnorm__name_index(clnorm__dtype_names, COUNT(clnorm__dtype_names), dtype);
-  const int reduce_i =
-      clnorm__name_index(clnorm__reduce_names, COUNT(clnorm__reduce_names), reduce);
-  const int stats_i = clnorm__name_index(clnorm__stats_names, COUNT(clnorm__stats_names), stats);
-  const int outcome_i =
-      clnorm__name_index(clnorm__outcome_names, COUNT(clnorm__outcome_names), outcome);
-  if (op_i < 0 || dtype_i < 0 || reduce_i < 0 || stats_i < 0 || outcome_i < 0) {
-    snprintf(reason, reason_size, "unknown %s",
-             op_i < 0       ? "op"
-             : dtype_i < 0  ? "dtype"
-             : reduce_i < 0 ? "reduce"
-             : stats_i < 0  ? "stats"
-                            : "status");
-    return 0;
-  }
-  r->op = (clnorm_op)op_i;
-  r->dtype = (clnorm_dtype)dtype_i;
-  r->cols = v[4];
-  r->row_class = (unsigned)v[5];
-  r->rows = v[6];
-  r->variant.wg = (unsigned)v[7];
-  r->variant.tpr = (unsigned)v[8];
-  r->variant.vec = (unsigned)v[9];
-  r->variant.hold = (unsigned)v[10];
-  r->variant.reduce = (clnorm_reduce)reduce_i;
-  r->variant.stats = (clnorm_stats)stats_i;
-  r->outcome = (clnorm_outcome)outcome_i;
   r->median_s = clnorm__db_column_double(st, 21);
   r->min_s = clnorm__db_column_double(st, 22);
   r->gbps = clnorm__db_column_double(st, 23);
   r->max_err = clnorm__db_column_double(st, 24);
-  r->measured_at = (int64_t)v[11];
+  r->measured_at = (int64_t)measured_at;
   return clnorm__db_device_valid(d, reason, reason_size) &&
          clnorm__db_result_valid(r, reason, reason_size);
 }
