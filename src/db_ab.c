@@ -64,8 +64,7 @@ clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *dev
 
 static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
   memset(ab, 0, sizeof *ab);
-  if (sqlite3_column_type(st, 23) != SQLITE_TEXT ||
-      !clnorm__db_parse_hash((const char *)sqlite3_column_text(st, 23), &ab->kernel_hash))
+  if (!clnorm__db_read_hash(st, 23, &ab->kernel_hash))
     return 0;
   const char *verdict =
       sqlite3_column_type(st, 21) == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, 21) : "";

@@ -88,6 +88,9 @@ double clnorm__db_column_double(sqlite3_stmt *st, int col);
 int clnorm__db_read_shape(sqlite3_stmt *st, int first, clnorm_op *op, clnorm_dtype *dtype,
                           uint64_t *cols, unsigned *row_class, uint64_t *rows);
 int clnorm__db_read_variant(sqlite3_stmt *st, int first, clnorm_variant *v);
+/* A kernel hash (16 hex digits, a text without a NUL inside) from column col: 1, or 0 (nothing
+ * written where the text is not one). */
+int clnorm__db_read_hash(sqlite3_stmt *st, int col, uint64_t *hash);
 /* Reads a device's 8 columns (ST_FIND_DEVICE's order, from column 0): -1, or the first column out
  * of range or of the wrong type. */
 int clnorm__db_read_device(sqlite3_stmt *st, clnorm_device_identity *d);

@@ -195,6 +195,11 @@ static int column_name(sqlite3_stmt *st, int col, const char *const *names, size
   return column_text(st, col, text, sizeof text) ? clnorm__name_index(names, count, text) : -1;
 }
 
+int clnorm__db_read_hash(sqlite3_stmt *st, int col, uint64_t *hash) {
+  char text[32];
+  return column_text(st, col, text, sizeof text) && clnorm__db_parse_hash(text, hash);
+}
+
 int clnorm__db_read_shape(sqlite3_stmt *st, int first, clnorm_op *op, clnorm_dtype *dtype,
                           uint64_t *cols, unsigned *row_class, uint64_t *rows) {
   const int op_i = column_name(st, first, clnorm__op_names, COUNT(clnorm__op_names));
@@ -282,10 +287,8 @@ int clnorm__db_read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_resu
                         size_t reason_size) {
   memset(r, 0, sizeof *r);
   uint64_t measured_at;
-  char hash[32];
   int bad = clnorm__db_read_device(st, d); /* the first column out of range or of the wrong type */
-  if (bad < 0 &&
-      !(column_text(st, 8, hash, sizeof hash) && clnorm__db_parse_hash(hash, &r->kernel_hash)))
+  if (bad < 0 && !clnorm__db_read_hash(st, 8, &r->kernel_hash))
     bad = 8;
   if (bad < 0)
     bad = clnorm__db_read_shape(st, 9, &r->op, &r->dtype, &r->cols, &r->row_class, &r->rows);
@@ -301,8 +304,7 @@ int clnorm__db_read_row(sqlite3_stmt *st, clnorm_device_identity *d, clnorm_resu
   }
   if (bad >= 0) {
     snprintf(reason, reason_size,
-             "%s is out of range, of the wrong type or a name this build "
-             "does not know",
+             "%s is out of range, of the wrong type or a name this build does not know",
              row_columns[bad]);
     return 0;
   }

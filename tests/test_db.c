@@ -1008,8 +1008,7 @@ static void test_dropped(void) {
                      NULL) == SQLITE_OK);
   /* a name with a NUL inside reads as "layernorm" through sqlite3_column_text: a second row of
    * one key, which must be skipped like any name this build does not know */
-  CHECK(sqlite3_exec(sql,
-                     "UPDATE results SET op = 'layernorm' || char(0) || 'x' WHERE cols = 1024",
+  CHECK(sqlite3_exec(sql, "UPDATE results SET op = 'layernorm' || char(0) || 'x' WHERE cols = 1024",
                      NULL, NULL, NULL) == SQLITE_OK);
   sqlite3_close(sql);
 
@@ -1048,18 +1047,17 @@ static void remove_tree(const char *path) {
     fprintf(stderr, "could not remove %s\n", path);
 }
 
-static int count_ab(void *user, const clnorm_ab *ab) {
-  clnorm_ab *last = user;
-  *last = *ab;
-  last->measured_at++; /* counts the rows: measured_at is 0 in the first */
-  return 0;
-}
+/* What clnorm__db_list_ab listed: how many rows, the first and the last. */
+typedef struct ab_listing {
+  size_t count;
+  clnorm_ab first, last;
+} ab_listing;
 
-/* rows[0]: the A/B rows listed; rows[1..3]: the row counts of the first three */
-static int list_ab_rows(void *user, const clnorm_ab *ab) {
-  uint64_t *rows = user;
-  if (++rows[0] < 4)
-    rows[rows[0]] = ab->rows;
+static int list_ab(void *user, const clnorm_ab *ab) {
+  ab_listing *l = user;
+  if (l->count++ == 0)
+    l->first = *ab;
+  l->last = *ab;
   return 0;
 }
 
@@ -1116,9 +1114,9 @@ static void test_ab_winner(void) {
   OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64);
   free(w);
-  clnorm_ab last;
-  memset(&last, 0, sizeof last);
-  OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, count_ab, &last, err, sizeof err));
+  ab_listing listed = {0};
+  OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, list_ab, &listed, err, sizeof err));
+  const clnorm_ab last = listed.last;
   CHECK(last.rows == 3000 && last.kept_heuristic == 1 && last.heuristic.wg == 64 &&
         last.candidate.wg == 128 && last.rounds == 6 && last.noise == 0.01);
   /* bad input is refused, naming the field */
@@ -1149,11 +1147,11 @@ static void test_ab_winner(void) {
           sqlite3_exec(sql, damage[i], NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(sql);
     OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
-    uint64_t rows[4] = {0};
-    OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, list_ab_rows, rows, err, sizeof err));
-    if (!(rows[0] == 1 && rows[1] == 300)) {
-      fprintf(stderr, "%s: %llu A/B rows listed, the first at %llu rows (1, at 300 rows)\n",
-              damage[i], (unsigned long long)rows[0], (unsigned long long)rows[1]);
+    ab_listing damaged = {0};
+    OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, list_ab, &damaged, err, sizeof err));
+    if (!(damaged.count == 1 && damaged.first.rows == 300)) {
+      fprintf(stderr, "%s: %zu A/B rows listed, the first at %llu rows (1, at 300 rows)\n",
+              damage[i], damaged.count, (unsigned long long)damaged.first.rows);
       failures++;
     }
     clnorm__db_close(db);

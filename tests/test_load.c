@@ -216,8 +216,7 @@ int main(int argc, char **argv) {
    * thread finished its first-half calls (one may still be building a program, and PoCL
    * compiling work-group functions, seconds into the replay), and replay_programs the programs
    * cached then */
-  size_t nsamples = 0, half_at = 0, clean_at = 0, replay_programs = 0;
-  int counted = 0;
+  size_t nsamples = 0, half_at = 0, clean_at = 0, replay_programs = 0; /* clean_at 0: not yet */
   /* the first half: half the run (a cold 60 s run on 2 cores builds a program a second or so
    * for all of it, so a shorter first half would reach fewer of the ops, dtypes and layouts) */
   const double first_half = seconds / 2.0;
@@ -231,9 +230,8 @@ int main(int argc, char **argv) {
   /* the replay is compared over seconds / 2 from when every thread replays (clean_at), however
    * long the last first-half call took; a run whose threads cannot all get there within 120 s
    * more fails */
-  double clean_time = 0.0;
-  for (int second = 1;
-       counted ? now() - clean_time < seconds / 2.0 : now() - start < first_half + 120.0;
+  for (int second = 1; clean_at ? now() - start < (double)clean_at + seconds / 2.0
+                                : now() - start < first_half + 120.0;
        second++) {
     if (!replay && second > first_half) {
       replay = 1;
@@ -252,12 +250,10 @@ int main(int argc, char **argv) {
       pthread_mutex_lock(&report_lock);
       const int all_switched = switched == THREADS;
       pthread_mutex_unlock(&report_lock);
-      if (all_switched && !counted) {
+      if (all_switched && !clean_at) {
         size_t unused;
         cache_size(&replay_programs, &unused);
-        counted = 1;
-        clean_at = nsamples + 1;
-        clean_time = start + second;
+        clean_at = nsamples + 1; /* sample i is taken in second i + 1 */
       }
     }
     size_t programs, kernels;
@@ -285,18 +281,18 @@ int main(int argc, char **argv) {
     printf("%s%s%.0f/%zu/%zu", i % 8 == 0 ? "\n  " : "  ",
            i == half_at && i == clean_at ? "|; "
            : i == half_at                ? "| "
-           : i == clean_at && counted    ? "; "
+           : clean_at && i == clean_at   ? "; "
                                          : "",
            (double)samples[i] / 1024.0, sample_programs[i], sample_kernels[i]);
   printf("\n");
   /* medians of up to 10 samples (each the least reading of its second) from where every thread
    * is replaying and at the end, not overlapping: RSS moves by tens of MiB within a second with
    * the buffers in flight */
-  const size_t replayed = counted && clean_at < nsamples ? nsamples - clean_at : 0;
+  const size_t replayed = clean_at && clean_at < nsamples ? nsamples - clean_at : 0;
   const size_t window = replayed / 2 < 10 ? replayed / 2 : 10;
   const long start_rss = window >= 3 ? median(samples + clean_at, window) : -1;
   const long end_rss = window >= 3 ? median(samples + nsamples - window, window) : -1;
-  const size_t built = counted ? sample_programs[nsamples - 1] - replay_programs : 0;
+  const size_t built = clean_at ? sample_programs[nsamples - 1] - replay_programs : 0;
   const long bound = (long)fmax(8.0 * 1024.0, 0.05 * (double)start_rss);
   const long growth = end_rss - start_rss;
   printf("calls %ld in %.1f s: %.1f calls/s; errors %ld; wrong results %ld\n", calls, elapsed,
@@ -335,12 +331,12 @@ int main(int argc, char **argv) {
 #else
   const int applied = 1;
 #endif
-  if (applied && counted && window < 3) {
+  if (applied && clean_at && window < 3) {
     printf("FAIL: every thread replayed for only %zu s: too short to compare RSS (at least 6 s; a "
            "longer run)\n",
            replayed);
     failed = 1;
-  } else if (applied && counted && (start_rss < 0 || end_rss < 0)) {
+  } else if (applied && clean_at && (start_rss < 0 || end_rss < 0)) {
     printf("FAIL: RSS could not be read from /proc/self/status\n");
     failed = 1;
   } else if (applied && growth > bound) {
@@ -348,7 +344,7 @@ int main(int argc, char **argv) {
            (double)growth / 1024.0, (double)bound / 1024.0);
     failed = 1;
   }
-  if (!counted) {
+  if (!clean_at) {
     printf("FAIL: the threads did not all finish their first-half calls within 120 s of its "
            "end\n");
     failed = 1;
