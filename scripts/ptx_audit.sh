@@ -4,7 +4,8 @@
 # the float64 reference) with an empty binary cache, then every program the call built is read
 # back from that cache (NVIDIA's program binary is PTX text) and, per program, prints the
 # variant's options, the widths of its global loads and stores (bytes per access: 2 is a scalar
-# half, 16 a uint4 / float4), and the registers and spills `ptxas -v` reports for sm_90.
+# half, 16 a uint4 / float4), and the registers, spills and stack frame `ptxas -v` reports for
+# sm_90.
 #
 #   bash scripts/ptx_audit.sh [OP:DTYPE:ROWSxCOLS ...]   # default: the 16-bit forward ops at
 #                                                         # 4096x4096, 8192x8192 and 4096x16384
@@ -37,8 +38,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 report=$out/audit.md
 {
-  echo "| op | dtype | rows x cols | program (variant options) | loads: bytes x count | stores: bytes x count | registers | spill bytes (st/ld) |"
-  echo "| --- | --- | --- | --- | --- | --- | ---: | --- |"
+  echo "| op | dtype | rows x cols | program (variant options) | loads: bytes x count | stores: bytes x count | registers | spill bytes (st/ld) | stack bytes |"
+  echo "| --- | --- | --- | --- | --- | --- | ---: | --- | --- |"
 } >"$report"
 rc=0
 for c in "${cases[@]}"; do
@@ -80,8 +81,10 @@ for name in sorted(os.listdir(cache)):
     open(path[:-4] + ".ptxas.txt", "w").write(p.stdout + p.stderr)  # ptxas -v's own words
     regs = ",".join(re.findall(r"Used (\d+) registers", p.stderr)) or "?"
     spills = ",".join("%s/%s" % m for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)) or "?"
-    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (op, dt, shape, opts, widths(ptx, "ld"),
-          widths(ptx, "st"), regs, spills))
+    # a stack frame without spills: an array the compiler left in memory (a loop it did not unroll)
+    stack = ",".join(re.findall(r"(\d+) bytes stack frame", p.stderr)) or "?"
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (op, dt, shape, opts, widths(ptx, "ld"),
+          widths(ptx, "st"), regs, spills, stack))
 EOF
 done
 cat "$report"
