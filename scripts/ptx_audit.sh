@@ -79,12 +79,15 @@ for name in sorted(os.listdir(cache)):
     p = subprocess.run([ptxas, "-arch=" + arch, "-v", path, "-o", os.devnull],
                        capture_output=True, text=True)
     open(path[:-4] + ".ptxas.txt", "w").write(p.stdout + p.stderr)  # ptxas -v's own words
-    regs = ",".join(re.findall(r"Used (\d+) registers", p.stderr)) or "?"
-    spills = ",".join("%s/%s" % m for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)) or "?"
+    def per_kernel(pattern):  # one figure per kernel of the program, in ptxas's order
+        return ",".join("/".join(m) if isinstance(m, tuple) else m
+                        for m in re.findall(pattern, p.stderr)) or "?"
     # a stack frame without spills: an array the compiler left in memory (a loop it did not unroll)
-    stack = ",".join(re.findall(r"(\d+) bytes stack frame", p.stderr)) or "?"
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (op, dt, shape, opts, widths(ptx, "ld"),
-          widths(ptx, "st"), regs, spills, stack))
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        op, dt, shape, opts, widths(ptx, "ld"), widths(ptx, "st"),
+        per_kernel(r"Used (\d+) registers"),
+        per_kernel(r"(\d+) bytes spill stores, (\d+) bytes spill loads"),
+        per_kernel(r"(\d+) bytes stack frame")))
 EOF
 done
 cat "$report"
