@@ -223,8 +223,15 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
        * floats (H200, forward, interleaved:
        * float32 8192 columns 256 x 8 vectors 0.92 of copy against 128 x 16 0.90; bfloat16 8192
        * columns 128 x 8 0.74 against 256 x 4 0.60; docs/PERFORMANCE.md). */
+      /* NVIDIA, RMSNorm forward in 16 bits: 4 vectors a work-item, twice the work-items a row
+       * (one reduction, no second pass to pay for them; H200, 2026-11-28, variant_ab, 15
+       * interleaved rounds: 4096 x 4096 bfloat16 0.88 of copy against 0.93, 16384 x 4096 0.92
+       * against 0.94, 32768 x 2048 float16 0.93 against 0.94; LayerNorm's two passes over the
+       * held row lose with it, 0.80 against 0.77; docs/PERFORMANCE.md). */
+      const int rms16 = info->is_nvidia && !clnorm__op_backward(call->op) &&
+                        clnorm__op_rms(call->op) && call->dtype != CLNORM_F32;
       const size_t per = clnorm__op_backward(call->op) ? (call->dtype == CLNORM_F32 ? 4 : 2)
-                         : call->dtype == CLNORM_F32                 ? 4
+                         : call->dtype == CLNORM_F32 || rms16        ? 4
                                                                      : 8;
       unsigned tpr = pow2_ceil((vectors + per - 1) / per);
       tpr = tpr < 32 ? 32 : tpr;
