@@ -226,34 +226,38 @@ inline ushort half_bits1(float v) {
 #if HWHALF && defined(__x86_64__) && defined(__F16C__) && VEC == 8 &&                           \
     HAS_BUILTIN(__builtin_ia32_vcvtph2ps256) && HAS_BUILTIN(__builtin_ia32_vcvtps2ph256)
 #define X86_HALF 1
-typedef short x86_h8 __attribute__((__vector_size__(16)));
-typedef float x86_f8 __attribute__((__vector_size__(32)));
-inline float8 x86_h2f(ushort8 b) {
-  return __builtin_astype(__builtin_ia32_vcvtph2ps256(__builtin_astype(b, x86_h8)), float8);
-}
-/* 0: to nearest even */
-inline ushort8 x86_f2h(float8 v) {
-  return __builtin_astype(__builtin_ia32_vcvtps2ph256(__builtin_astype(v, x86_f8), 0), ushort8);
-}
 #elif HWHALF && defined(__x86_64__) && defined(__AVX512F__) && VEC == 16 &&                      \
     HAS_BUILTIN(__builtin_ia32_vcvtph2ps512_mask) && HAS_BUILTIN(__builtin_ia32_vcvtps2ph512_mask)
 #define X86_HALF 1
-typedef short x86_h16 __attribute__((__vector_size__(32)));
-typedef float x86_f16 __attribute__((__vector_size__(64)));
+#endif
+#if X86_HALF
+/* the built-ins' vector types: VEC halves as shorts, VEC floats */
+typedef short x86_hv __attribute__((__vector_size__(2 * VEC)));
+typedef float x86_fv __attribute__((__vector_size__(4 * VEC)));
+#if VEC == 8
+inline float8 x86_h2f(ushort8 b) {
+  return __builtin_astype(__builtin_ia32_vcvtph2ps256(__builtin_astype(b, x86_hv)), float8);
+}
+/* 0: to nearest even */
+inline ushort8 x86_f2h(float8 v) {
+  return __builtin_astype(__builtin_ia32_vcvtps2ph256(__builtin_astype(v, x86_fv), 0), ushort8);
+}
+#else
 /* all 16 lanes (mask 0xFFFF); 4: the rounding of MXCSR, which a conversion to float never uses */
 inline float16 x86_h2f(ushort16 b) {
-  const x86_f16 unused = __builtin_astype((float16)(0.0f), x86_f16);
+  const x86_fv unused = __builtin_astype((float16)(0.0f), x86_fv);
   return __builtin_astype(
-      __builtin_ia32_vcvtph2ps512_mask(__builtin_astype(b, x86_h16), unused, (ushort)0xFFFF, 4),
+      __builtin_ia32_vcvtph2ps512_mask(__builtin_astype(b, x86_hv), unused, (ushort)0xFFFF, 4),
       float16);
 }
 /* 0: to nearest even */
 inline ushort16 x86_f2h(float16 v) {
-  const x86_h16 unused = __builtin_astype((ushort16)(0), x86_h16);
+  const x86_hv unused = __builtin_astype((ushort16)(0), x86_hv);
   return __builtin_astype(
-      __builtin_ia32_vcvtps2ph512_mask(__builtin_astype(v, x86_f16), 0, unused, (ushort)0xFFFF),
+      __builtin_ia32_vcvtps2ph512_mask(__builtin_astype(v, x86_fv), 0, unused, (ushort)0xFFFF),
       ushort16);
 }
+#endif
 #endif
 #if X86_HALF
 #define LOADV(p, i) x86_h2f(VLOAD(__global const ushortv *, (__global const ushort *)(p), (i)))
@@ -510,207 +514,154 @@ inline float shfl_xor(float v, uint lane_mask) {
 #define ROW_SCRATCH(n) __local float *scratch = 0
 #endif
 
+/* ROW_REDUCE(R, v): the body of a reduction of v over the TPR work-items of this row, which
+ * returns the row's total to every one of them; every work-item of the group must reach it (it
+ * contains barriers). R names the kind of v by the statements that combine it, each in the order
+ * of floating-point operations of its kind: R##_ZERO(v) empties v; R##_SHFL(v, m) merges into v
+ * the v of lane ^ m (REDUCE 2), R##_SG(v) the v of the sub-group's work-items (REDUCE 1); slot j
+ * of `scratch` holds one v: R##_PUT(j, v) stores it, R##_GET(v, j) reads it, R##_ADD(v, j)
+ * merges it into v and R##_TREE(j, k) slot k into slot j; R##_WARPS(v) merges into v the slots of
+ * the row's warps in order (REDUCE 2, TPR > WARP; slot w: warp w of the group). */
+#define ROW_IDS                                                                                    \
+  const uint lid = get_local_id(0);                                                                \
+  const uint lane = lid % TPR;                                                                     \
+  const uint base = lid - lane
+#if TPR == 1
+#define ROW_REDUCE(R, v) return v
+#elif REDUCE == 2
+#if TPR > WARP
+/* then the row's warps, each one's total in a slot */
+#define ROW_WARPS(R, v)                                                                            \
+  if (lid % WARP == 0)                                                                             \
+    R##_PUT(lid / WARP, v);                                                                        \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+  R##_ZERO(v);                                                                                     \
+  R##_WARPS(v);                                                                                    \
+  barrier(ROW_DONE_FENCE);
+#else
+#define ROW_WARPS(R, v)
+#endif
+#define ROW_REDUCE(R, v)                                                                           \
+  ROW_IDS;                                                                                         \
+  for (uint m = (TPR < WARP ? TPR : WARP) / 2; m > 0; m >>= 1)                                     \
+    R##_SHFL(v, m);                                                                                \
+  ROW_WARPS(R, v)                                                                                  \
+  return v
+#elif REDUCE == 1 /* one row per group (TPR == WG), any sub-group size */
+#define ROW_REDUCE(R, v)                                                                           \
+  ROW_IDS;                                                                                         \
+  R##_SG(v);                                                                                       \
+  if (get_sub_group_local_id() == 0)                                                               \
+    R##_PUT(get_sub_group_id(), v);                                                                \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+  R##_ZERO(v);                                                                                     \
+  const uint groups = get_num_sub_groups();                                                        \
+  for (uint g = 0; g < groups; g++)                                                                \
+    R##_ADD(v, g);                                                                                 \
+  barrier(ROW_DONE_FENCE);                                                                         \
+  return v
+#else
+#define ROW_REDUCE(R, v)                                                                           \
+  ROW_IDS;                                                                                         \
+  R##_PUT(lid, v);                                                                                 \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+  for (uint h = TPR / 2; h > 0; h >>= 1) {                                                         \
+    if (lane < h)                                                                                  \
+      R##_TREE(lid, lid + h);                                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+  }                                                                                                \
+  R##_GET(v, base);                                                                                \
+  barrier(ROW_DONE_FENCE);                                                                         \
+  return v
+#endif
+
+/* A float, merged by addition (row_sum) */
+#define SUM1_ZERO(v) ((v) = 0.0f)
+#define SUM1_SHFL(v, m) ((v) += shfl_xor((v), (m)))
+#define SUM1_SG(v) ((v) = sub_group_reduce_add(v))
+#define SUM1_PUT(j, v) (scratch[(j)] = (v))
+#define SUM1_GET(v, j) ((v) = scratch[(j)])
+#define SUM1_ADD(v, j) ((v) += scratch[(j)])
+#define SUM1_TREE(j, k) (scratch[(j)] += scratch[(k)])
+#define SUM1_WARPS(v)                                                                              \
+  for (uint w = 0; w < TPR / WARP; w++) {                                                          \
+    SUM1_ADD((v), base / WARP + w);                                                                \
+  }
+
 /* Sum of v over the TPR work-items of this row; every work-item of the group must call it
  * (it contains barriers) and every one receives the row's total. `scratch` holds WG floats. */
-inline float row_sum(float v, __local float *scratch) {
-#if TPR == 1
-  return v;
-#else
-  const uint lid = get_local_id(0);
-  const uint lane = lid % TPR;
-  const uint base = lid - lane;
-#if REDUCE == 2
-  for (uint m = (TPR < WARP ? TPR : WARP) / 2; m > 0; m >>= 1)
-    v += shfl_xor(v, m);
-#if TPR > WARP
-  if (lid % WARP == 0)
-    scratch[lid / WARP] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  v = 0.0f;
-  for (uint w = 0; w < TPR / WARP; w++)
-    v += scratch[base / WARP + w];
-  barrier(ROW_DONE_FENCE);
-#endif
-  return v;
-#elif REDUCE == 1 /* one row per group (TPR == WG), any sub-group size */
-  v = sub_group_reduce_add(v);
-  if (get_sub_group_local_id() == 0)
-    scratch[get_sub_group_id()] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  v = 0.0f;
-  const uint groups = get_num_sub_groups();
-  for (uint s = 0; s < groups; s++)
-    v += scratch[s];
-  barrier(ROW_DONE_FENCE);
-  return v;
-#else
-  scratch[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = TPR / 2; s > 0; s >>= 1) {
-    if (lane < s)
-      scratch[lid] += scratch[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
+inline float row_sum(float v, __local float *scratch) { ROW_REDUCE(SUM1, v); }
+
+/* Two floats, each as SUM1, x first (row_sum2); slot j is floats 2 * j and 2 * j + 1 */
+#define SUM2_ZERO(v) ((v) = 0.0f)
+#define SUM2_SHFL(v, m) (SUM1_SHFL((v).x, (m)), SUM1_SHFL((v).y, (m)))
+#define SUM2_SG(v) (SUM1_SG((v).x), SUM1_SG((v).y))
+#define SUM2_PUT(j, v) (SUM1_PUT(2 * (j), (v).x), SUM1_PUT(2 * (j) + 1, (v).y))
+#define SUM2_GET(v, j) ((v) = (float2)(scratch[2 * (j)], scratch[2 * (j) + 1]))
+#define SUM2_ADD(v, j) (SUM1_ADD((v).x, 2 * (j)), SUM1_ADD((v).y, 2 * (j) + 1))
+#define SUM2_TREE(j, k) (SUM1_TREE(2 * (j), 2 * (k)), SUM1_TREE(2 * (j) + 1, 2 * (k) + 1))
+#define SUM2_WARPS(v)                                                                              \
+  for (uint w = 0; w < TPR / WARP; w++) {                                                          \
+    SUM2_ADD((v), base / WARP + w);                                                                \
   }
-  v = scratch[base];
-  barrier(ROW_DONE_FENCE);
-  return v;
-#endif
-#endif
-}
 
 /* row_sum of two values at once (one set of barriers for both); same rules as row_sum.
  * `scratch` holds 2 * WG floats. */
-inline float2 row_sum2(float2 v, __local float *scratch) {
-#if TPR == 1
-  return v;
-#else
-  const uint lid = get_local_id(0);
-  const uint lane = lid % TPR;
-  const uint base = lid - lane;
-#if REDUCE == 2
-  for (uint m = (TPR < WARP ? TPR : WARP) / 2; m > 0; m >>= 1) {
-    v.x += shfl_xor(v.x, m);
-    v.y += shfl_xor(v.y, m);
+inline float2 row_sum2(float2 v, __local float *scratch) { ROW_REDUCE(SUM2, v); }
+
+/* STATS_LOAD(s, p, j): s = the statistics at p[j], p[j + 1], p[j + 2] (n, mean, m2), in any
+ * address space; STATS_MERGE_AT(s, p, j): s merged with them (Chan). */
+#define STATS_LOAD(s, p, j) ((s).n = (p)[(j)], (s).mean = (p)[(j) + 1], (s).m2 = (p)[(j) + 2])
+#define STATS_MERGE_AT(s, p, j)                                                                    \
+  do {                                                                                             \
+    stats_t o_;                                                                                    \
+    STATS_LOAD(o_, (p), (j));                                                                      \
+    (s) = stats_merge((s), o_);                                                                    \
+  } while (0)
+
+/* A stats_t, merged by stats_merge (row_stats); slot j is floats 3 * j to 3 * j + 2 */
+#define CHAN_ZERO(v) ((v).n = 0.0f, (v).mean = 0.0f, (v).m2 = 0.0f)
+#define CHAN_SHFL(v, m)                                                                            \
+  do {                                                                                             \
+    stats_t o_;                                                                                    \
+    o_.n = shfl_xor((v).n, (m));                                                                   \
+    o_.mean = shfl_xor((v).mean, (m));                                                             \
+    o_.m2 = shfl_xor((v).m2, (m));                                                                 \
+    (v) = stats_merge((v), o_);                                                                    \
+  } while (0)
+/* parallel-axis form: the sub-group's mean from sums, then the deviations around it */
+#define CHAN_SG(v)                                                                                 \
+  do {                                                                                             \
+    const float n_ = sub_group_reduce_add((v).n);                                                  \
+    const float mean_ = n_ > 0.0f ? sub_group_reduce_add((v).n * (v).mean) / n_ : 0.0f;            \
+    const float dm_ = (v).mean - mean_;                                                            \
+    (v).m2 = sub_group_reduce_add((v).m2 + (v).n * dm_ * dm_);                                     \
+    (v).n = n_;                                                                                    \
+    (v).mean = mean_;                                                                              \
+  } while (0)
+#define CHAN_PUT(j, v)                                                                             \
+  (scratch[3 * (j)] = (v).n, scratch[3 * (j) + 1] = (v).mean, scratch[3 * (j) + 2] = (v).m2)
+#define CHAN_GET(v, j) STATS_LOAD((v), scratch, 3 * (j))
+#define CHAN_ADD(v, j) STATS_MERGE_AT((v), scratch, 3 * (j))
+#define CHAN_TREE(j, k)                                                                            \
+  do {                                                                                             \
+    stats_t a_, b_;                                                                                \
+    CHAN_GET(a_, (j));                                                                             \
+    CHAN_GET(b_, (k));                                                                             \
+    a_ = stats_merge(a_, b_);                                                                      \
+    CHAN_PUT((j), a_);                                                                             \
+  } while (0)
+/* This loop counts from the row's first warp, the sums' from 0: clang keeps this form a loop where
+ * it unrolls the other (the same merges in the same order); each keeps its own, so that no
+ * kernel's code changes. */
+#define CHAN_WARPS(v)                                                                              \
+  for (uint w = base / WARP; w < (base + TPR) / WARP; w++) {                                       \
+    CHAN_ADD((v), w);                                                                              \
   }
-#if TPR > WARP
-  if (lid % WARP == 0) {
-    scratch[2 * (lid / WARP)] = v.x;
-    scratch[2 * (lid / WARP) + 1] = v.y;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  v = 0.0f;
-  for (uint w = 0; w < TPR / WARP; w++) {
-    v.x += scratch[2 * (base / WARP + w)];
-    v.y += scratch[2 * (base / WARP + w) + 1];
-  }
-  barrier(ROW_DONE_FENCE);
-#endif
-  return v;
-#elif REDUCE == 1 /* one row per group (TPR == WG), any sub-group size */
-  v.x = sub_group_reduce_add(v.x);
-  v.y = sub_group_reduce_add(v.y);
-  if (get_sub_group_local_id() == 0) {
-    scratch[2 * get_sub_group_id()] = v.x;
-    scratch[2 * get_sub_group_id() + 1] = v.y;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  v = 0.0f;
-  const uint groups = get_num_sub_groups();
-  for (uint s = 0; s < groups; s++) {
-    v.x += scratch[2 * s];
-    v.y += scratch[2 * s + 1];
-  }
-  barrier(ROW_DONE_FENCE);
-  return v;
-#else
-  scratch[2 * lid] = v.x;
-  scratch[2 * lid + 1] = v.y;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = TPR / 2; s > 0; s >>= 1) {
-    if (lane < s) {
-      scratch[2 * lid] += scratch[2 * (lid + s)];
-      scratch[2 * lid + 1] += scratch[2 * (lid + s) + 1];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  v = (float2)(scratch[2 * base], scratch[2 * base + 1]);
-  barrier(ROW_DONE_FENCE);
-  return v;
-#endif
-#endif
-}
 
 /* Chan merge of the partial statistics of the row's TPR work-items; same rules as row_sum.
  * `scratch` holds 3 * WG floats. */
-inline stats_t row_stats(stats_t s, __local float *scratch) {
-#if TPR == 1
-  return s;
-#else
-  const uint lid = get_local_id(0);
-  const uint lane = lid % TPR;
-  const uint base = lid - lane;
-#if REDUCE == 2
-  for (uint m = (TPR < WARP ? TPR : WARP) / 2; m > 0; m >>= 1) {
-    stats_t o;
-    o.n = shfl_xor(s.n, m);
-    o.mean = shfl_xor(s.mean, m);
-    o.m2 = shfl_xor(s.m2, m);
-    s = stats_merge(s, o);
-  }
-#if TPR > WARP
-  if (lid % WARP == 0) {
-    scratch[3 * (lid / WARP)] = s.n;
-    scratch[3 * (lid / WARP) + 1] = s.mean;
-    scratch[3 * (lid / WARP) + 2] = s.m2;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s.n = 0.0f;
-  s.mean = 0.0f;
-  s.m2 = 0.0f;
-  for (uint w = base / WARP; w < (base + TPR) / WARP; w++) {
-    stats_t o;
-    o.n = scratch[3 * w];
-    o.mean = scratch[3 * w + 1];
-    o.m2 = scratch[3 * w + 2];
-    s = stats_merge(s, o);
-  }
-  barrier(ROW_DONE_FENCE);
-#endif
-  return s;
-#elif REDUCE == 1
-  /* Parallel-axis form: the sub-group's mean from sums, then the deviations around it. */
-  const float n = sub_group_reduce_add(s.n);
-  const float mean = n > 0.0f ? sub_group_reduce_add(s.n * s.mean) / n : 0.0f;
-  const float dm = s.mean - mean;
-  const float m2 = sub_group_reduce_add(s.m2 + s.n * dm * dm);
-  if (get_sub_group_local_id() == 0) {
-    scratch[3 * get_sub_group_id()] = n;
-    scratch[3 * get_sub_group_id() + 1] = mean;
-    scratch[3 * get_sub_group_id() + 2] = m2;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s.n = 0.0f;
-  s.mean = 0.0f;
-  s.m2 = 0.0f;
-  const uint groups = get_num_sub_groups();
-  for (uint g = 0; g < groups; g++) {
-    stats_t o;
-    o.n = scratch[3 * g];
-    o.mean = scratch[3 * g + 1];
-    o.m2 = scratch[3 * g + 2];
-    s = stats_merge(s, o);
-  }
-  barrier(ROW_DONE_FENCE);
-  return s;
-#else
-  scratch[3 * lid] = s.n;
-  scratch[3 * lid + 1] = s.mean;
-  scratch[3 * lid + 2] = s.m2;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint h = TPR / 2; h > 0; h >>= 1) {
-    if (lane < h) {
-      stats_t a, b;
-      a.n = scratch[3 * lid];
-      a.mean = scratch[3 * lid + 1];
-      a.m2 = scratch[3 * lid + 2];
-      b.n = scratch[3 * (lid + h)];
-      b.mean = scratch[3 * (lid + h) + 1];
-      b.m2 = scratch[3 * (lid + h) + 2];
-      a = stats_merge(a, b);
-      scratch[3 * lid] = a.n;
-      scratch[3 * lid + 1] = a.mean;
-      scratch[3 * lid + 2] = a.m2;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  s.n = scratch[3 * base];
-  s.mean = scratch[3 * base + 1];
-  s.m2 = scratch[3 * base + 2];
-  barrier(ROW_DONE_FENCE);
-  return s;
-#endif
-#endif
-}
+inline stats_t row_stats(stats_t s, __local float *scratch) { ROW_REDUCE(CHAN, s); }
 
 /* ROW_WELFORD(FOR, GETV, end): the work-item's Welford/Chan statistics of d = x - pivot over its
  * part of the row, merged over the row's work-items (row_stats): declares stats_t st. FOR is the

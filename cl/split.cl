@@ -86,6 +86,27 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
   }
 }
 
+/* split_norm's output loop over the work-item's elements i = first, first + TPR, ... below end, as
+ * T (floatv or float): the row's value SRC(i), gamma and beta by LOAD, y and sum_out by STORE. */
+#if ADD
+#define SPLIT_SUM_OUT(STORE, i, h)                                                                 \
+  if (has_sum)                                                                                     \
+    STORE(sr, i, h);
+#else
+#define SPLIT_SUM_OUT(STORE, i, h)
+#endif
+#define SPLIT_OUT(T, first, end, SRC, LOAD, STORE)                                                 \
+  for (uint i = (first); i < (end); i += TPR) {                                                    \
+    const T h = SRC(i);                                                                            \
+    T o = (h - pivot - mean_d) * rstd;                                                             \
+    if (has_gamma)                                                                                 \
+      o *= LOAD(gr, i);                                                                            \
+    if (has_beta)                                                                                  \
+      o += LOAD(br, i);                                                                            \
+    SPLIT_SUM_OUT(STORE, i, h)                                                                     \
+    STORE(yr, i, o);                                                                               \
+  }
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
            __global const stype *res, const ulong r_off, const ulong r_stride,
@@ -115,16 +136,9 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
     const float pivot = 0.0f, mean_d = 0.0f;
 #else
     stats_t st;
-    st.n = 0.0f;
-    st.mean = 0.0f;
-    st.m2 = 0.0f;
-    for (uint p = 0; p < splits; p++) {
-      stats_t o;
-      o.n = pr[4 * p];
-      o.mean = pr[4 * p + 1];
-      o.m2 = pr[4 * p + 2];
-      st = stats_merge(st, o);
-    }
+    CHAN_ZERO(st);
+    for (uint p = 0; p < splits; p++)
+      STATS_MERGE_AT(st, pr, 4 * p);
     float mean_d = st.mean;
     const float var = st.m2 / (float)cols;
     float rstd = rsqrt(var + eps);
@@ -158,31 +172,7 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
     /* Every element is read before it is written, by the same work-item: y and sum_out may be
      * x or the residual. */
     const uint nvec = count / VEC;
-    for (uint i = lane; i < nvec; i += TPR) {
-      const floatv h = SRCV(i);
-      floatv o = (h - pivot - mean_d) * rstd;
-      if (has_gamma)
-        o *= LOADV(gr, i);
-      if (has_beta)
-        o += LOADV(br, i);
-#if ADD
-      if (has_sum)
-        STOREV(sr, i, h);
-#endif
-      STOREV(yr, i, o);
-    }
-    for (uint i = nvec * VEC + lane; i < count; i += TPR) {
-      const float h = SRC1(i);
-      float o = (h - pivot - mean_d) * rstd;
-      if (has_gamma)
-        o *= LOAD1(gr, i);
-      if (has_beta)
-        o += LOAD1(br, i);
-#if ADD
-      if (has_sum)
-        STORE1(sr, i, h);
-#endif
-      STORE1(yr, i, o);
-    }
+    SPLIT_OUT(floatv, lane, nvec, SRCV, LOADV, STOREV)
+    SPLIT_OUT(float, (nvec * VEC + lane), count, SRC1, LOAD1, STORE1)
   }
 }
