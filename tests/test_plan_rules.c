@@ -94,6 +94,27 @@ int main(void) {
   EXPECT(splits(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 8, 65536) > 1,
          "GPU layernorm_bwd f32 8 x 65536: not split, want a split");
 
+  /* NVIDIA's 16-bit forward at 4096 columns: RMSNorm holds 4 vectors a work-item over 128
+   * work-items a row (one reduction), LayerNorm 8 over 64 (two passes over the held row) */
+  static const clnorm_op rms16_ops[] = {CLNORM_OP_RMSNORM, CLNORM_OP_ADD_RMSNORM};
+  static const clnorm_op ln16_ops[] = {CLNORM_OP_LAYERNORM, CLNORM_OP_ADD_LAYERNORM};
+  for (int d = CLNORM_F16; d <= CLNORM_BF16; d++)
+    for (int i = 0; i < 2; i++) {
+      clnorm_variant v;
+      const clnorm_call rc = {.op = rms16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096,
+                              .cols = 4096};
+      clnorm__heuristic(&gpu, &rc, &v);
+      EXPECT(v.tpr == 128 && v.hold == 4 && v.vec == 8,
+             "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr 128 hold 4 vec 8",
+             clnorm_op_name(rc.op), clnorm_dtype_name(rc.dtype), v.tpr, v.hold, v.vec);
+      const clnorm_call lc = {.op = ln16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096,
+                              .cols = 4096};
+      clnorm__heuristic(&gpu, &lc, &v);
+      EXPECT(v.tpr == 64 && v.hold == 8 && v.vec == 8,
+             "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr 64 hold 8 vec 8",
+             clnorm_op_name(lc.op), clnorm_dtype_name(lc.dtype), v.tpr, v.hold, v.vec);
+    }
+
   /* a CPU splits few rows of any length that leave its cores idle */
   clnorm_device_info cpu = fake_cpu(16);
   EXPECT(splits(&cpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 16384) > 1,
