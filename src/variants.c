@@ -229,9 +229,9 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
        * against 0.94, 32768 x 2048 float16 0.93 against 0.94; LayerNorm's two passes over the
        * held row lose with it, 0.80 against 0.77; docs/PERFORMANCE.md). */
       const int rms16 = info->is_nvidia && clnorm__op_rms(call->op) && call->dtype != CLNORM_F32;
-      const size_t per = clnorm__op_backward(call->op) ? (call->dtype == CLNORM_F32 ? 4 : 2)
-                         : call->dtype == CLNORM_F32 || rms16        ? 4
-                                                                     : 8;
+      const size_t per = clnorm__op_backward(call->op)        ? (call->dtype == CLNORM_F32 ? 4 : 2)
+                         : call->dtype == CLNORM_F32 || rms16 ? 4
+                                                              : 8;
       unsigned tpr = pow2_ceil((vectors + per - 1) / per);
       tpr = tpr < 32 ? 32 : tpr;
       tpr = tpr > max_wg ? max_wg : tpr;

@@ -54,14 +54,13 @@ static void same_at_every_row_count(const clnorm_device_info *info, const char *
           clnorm_variant_format(&v, b, sizeof b);
           EXPECT(memcmp(&first, &v, sizeof v) == 0,
                  "%s: %s %s x %zu: the heuristic's variant at %zu rows is %s, at %zu rows %s",
-                 label, clnorm_op_name((clnorm_op)op), clnorm_dtype_name((clnorm_dtype)d),
-                 cols[c], rows[0], a, rows[r], b);
+                 label, clnorm_op_name((clnorm_op)op), clnorm_dtype_name((clnorm_dtype)d), cols[c],
+                 rows[0], a, rows[r], b);
           checked++;
         }
       }
   }
-  printf("%s: the heuristic's variant the same at every row count (%zu pairs)\n", label,
-         checked);
+  printf("%s: the heuristic's variant the same at every row count (%zu pairs)\n", label, checked);
 }
 
 int main(void) {
@@ -101,14 +100,14 @@ int main(void) {
   for (int d = CLNORM_F16; d <= CLNORM_BF16; d++)
     for (int i = 0; i < 2; i++) {
       clnorm_variant v;
-      const clnorm_call rc = {.op = rms16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096,
-                              .cols = 4096};
+      const clnorm_call rc = {
+          .op = rms16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096, .cols = 4096};
       clnorm__heuristic(&gpu, &rc, &v);
       EXPECT(v.tpr == 128 && v.hold == 4 && v.vec == 8,
              "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr 128 hold 4 vec 8",
              clnorm_op_name(rc.op), clnorm_dtype_name(rc.dtype), v.tpr, v.hold, v.vec);
-      const clnorm_call lc = {.op = ln16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096,
-                              .cols = 4096};
+      const clnorm_call lc = {
+          .op = ln16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096, .cols = 4096};
       clnorm__heuristic(&gpu, &lc, &v);
       EXPECT(v.tpr == 64 && v.hold == 8 && v.vec == 8,
              "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr 64 hold 8 vec 8",
