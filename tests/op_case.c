@@ -94,8 +94,8 @@ void oc_format(const oc_case *c, char *buf, size_t size) {
     if (used < size)                                                                               \
       used += (size_t)snprintf(buf + used, size - used, __VA_ARGS__);                              \
   } while (0)
-  PUT("%s %s rows=%zu cols=%zu eps=%g", clnorm_op_name(c->op), clnorm_dtype_name(c->dtype),
-      c->rows, c->cols, (double)c->eps);
+  PUT("%s %s rows=%zu cols=%zu eps=%g", clnorm_op_name(c->op), clnorm_dtype_name(c->dtype), c->rows,
+      c->cols, (double)c->eps);
   for (int r = 0; r < OC_MATRICES; r++) {
     if (!oc_uses_matrix(c->op, r) || (r == OC_SUM && (c->absent & OC_ABSENT_SUM)))
       continue;
@@ -106,8 +106,8 @@ void oc_format(const oc_case *c, char *buf, size_t size) {
     PUT(" off %zu stride %zu}", p->offset, p->stride);
   }
   PUT(" tail=%zu", c->tail);
-  static const char *const vec_name[OC_VECTORS] = {"gamma", "beta", "mean", "rstd", "dgamma",
-                                                   "dbeta"};
+  static const char *const vec_name[OC_VECTORS] = {"gamma", "beta",   "mean",
+                                                   "rstd",  "dgamma", "dbeta"};
   int none = 1;
   for (int v = 0; v < OC_VECTORS; v++)
     if (oc_uses_vector(c->op, v) && optional_vector(c->op, v) && (c->absent & (1u << v))) {
@@ -116,11 +116,14 @@ void oc_format(const oc_case *c, char *buf, size_t size) {
     }
   if (oc_is_add(c->op) && (c->absent & OC_ABSENT_SUM))
     PUT("%ssum_out", none ? " NULL:" : ",");
-  PUT(" data=%s", data_name[c->data]);
+  PUT(" data=%s", c->extreme ? "extreme" : data_name[c->data]);
   if (c->base)
     PUT(" base=%zu", c->base);
   if (c->bad_row >= 0)
-    PUT(" %s at row %ld col %zu of %s", c->bad_kind == 0 ? "NaN" : c->bad_kind == 1 ? "+Inf" : "-Inf",
+    PUT(" %s at row %ld col %zu of %s",
+        c->bad_kind == 0   ? "NaN"
+        : c->bad_kind == 1 ? "+Inf"
+                           : "-Inf",
         c->bad_row, c->bad_col, c->bad_in_res ? "residual" : "x");
   PUT(" seed=%llu", (unsigned long long)c->data_seed);
   if (c->forced) {
@@ -158,10 +161,9 @@ static int image_make(harness *h, image *im, size_t lead, size_t elems, size_t e
 
 static void image_io(harness *h, image *im, int write) {
   const size_t at = im->lead * im->es, bytes = im->elems * im->es;
-  const cl_int err = write ? clEnqueueWriteBuffer(h->queue, im->buf, CL_TRUE, at, bytes, im->host,
-                                                  0, NULL, NULL)
-                           : clEnqueueReadBuffer(h->queue, im->buf, CL_TRUE, at, bytes, im->host,
-                                                 0, NULL, NULL);
+  const cl_int err =
+      write ? clEnqueueWriteBuffer(h->queue, im->buf, CL_TRUE, at, bytes, im->host, 0, NULL, NULL)
+            : clEnqueueReadBuffer(h->queue, im->buf, CL_TRUE, at, bytes, im->host, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     printf("op_case: FAIL: clEnqueue%sBuffer of %zu bytes at %zu failed (OpenCL error %d)\n",
            write ? "Write" : "Read", bytes, at, (int)err);
@@ -197,6 +199,74 @@ static void draw_values(clnorm_rng *rng, float *v, size_t n, oc_data kind, clnor
     v[i] = clnorm_ref_store(v[i], (int)dtype);
 }
 
+/* The spread of a row as the op sees it: the standard deviation (RMSNorm: the root mean square). */
+static double row_spread(const float *v, size_t n, int rms) {
+  double mean = 0.0, sq = 0.0;
+  for (size_t i = 0; i < n && !rms; i++)
+    mean += v[i];
+  mean /= (double)n;
+  for (size_t i = 0; i < n; i++)
+    sq += ((double)v[i] - mean) * ((double)v[i] - mean);
+  return sqrt(sq / (double)n);
+}
+
+/* Rows of every magnitude (issue 25): row r's largest |value| is M_r, spaced evenly in log from
+ * the dtype's smallest (float32, bfloat16: 1e-38; float16: 6e-8, its smallest subnormal) to its
+ * largest (3e38; 65504) over the rows, in four patterns by (r + 1) % 4 (the largest M gets the
+ * first): M_r at every fourth element and -M_r elsewhere, whose x - mean overflows (1.5 M_r)
+ * where M_r > 2.3e38; N(0,1) scaled to M_r; M_r * (0.75 + 2^-8 N(0,1)), far from zero for its
+ * spread; with eps > 0 every value M_r (no spread), with eps == 0 (where that rstd is infinite)
+ * M_r at one element and 0 elsewhere. A row whose rstd would exceed 1e37 (eps 0) is scaled up
+ * until it does not, or made +-M_r where rounding left it one value: a finite answer needs a
+ * finite rstd. The residual of the add ops: N(0,1) scaled to M_r / 16. Values are the dtype's. */
+static void extreme_rows(clnorm_rng *rng, const oc_case *c, float *x, float *res) {
+  const int dt = (int)c->dtype, rms = oc_is_rms(c->op);
+  const double lo = dt == CLNORM_REF_F16 ? 6e-8 : 1e-38, hi = dt == CLNORM_REF_F16 ? 65504.0 : 3e38;
+  for (size_t r = 0; r < c->rows; r++) {
+    const double m = c->rows > 1 ? lo * pow(hi / lo, (double)r / (double)(c->rows - 1)) : hi;
+    float *xr = x + r * c->cols, *rr = res + r * c->cols;
+    double top = 0.0;
+    for (size_t i = 0; i < c->cols; i++) {
+      double z;
+      switch ((r + 1) % 4) {
+      case 0:
+        z = i % 4 ? -1.0 : 1.0;
+        break;
+      case 1:
+        z = clnorm_rng_normal(rng);
+        break;
+      case 2:
+        z = 0.75 + ldexp(clnorm_rng_normal(rng), -8);
+        break;
+      default:
+        z = c->eps > 0.0f || i == r % c->cols ? 1.0 : 0.0;
+        break;
+      }
+      xr[i] = (float)z;
+      top = fabs(z) > top ? fabs(z) : top;
+    }
+    for (size_t i = 0; i < c->cols; i++)
+      xr[i] = clnorm_ref_store((float)((double)xr[i] / top * m), dt);
+    const double spread = row_spread(xr, c->cols, rms);
+    if (c->eps == 0.0f && spread == 0.0)
+      for (size_t i = 0; i < c->cols; i++)
+        xr[i] = clnorm_ref_store((float)(i % 2 ? -m : m), dt);
+    else if (c->eps == 0.0f && spread < 1e-37)
+      for (size_t i = 0; i < c->cols; i++)
+        xr[i] = clnorm_ref_store((float)((double)xr[i] * (1e-37 / spread)), dt);
+    if (!oc_is_add(c->op))
+      continue;
+    double rtop = 0.0;
+    for (size_t i = 0; i < c->cols; i++) {
+      const double z = clnorm_rng_normal(rng);
+      rr[i] = (float)z;
+      rtop = fabs(z) > rtop ? fabs(z) : rtop;
+    }
+    for (size_t i = 0; i < c->cols; i++)
+      rr[i] = clnorm_ref_store((float)((double)rr[i] / rtop * m / 16.0), dt);
+  }
+}
+
 static size_t eff_stride(const oc_case *c, int role) {
   return c->m[role].stride ? c->m[role].stride : c->cols;
 }
@@ -213,7 +283,7 @@ static size_t worst_at(size_t n, const float *got, const double *ref) {
   size_t at = 0;
   double worst = -1.0;
   for (size_t i = 0; i < n; i++) {
-    const double e = isnan(ref[i]) ? (isnan(got[i]) ? 0.0 : INFINITY)
+    const double e = isnan(ref[i])      ? (isnan(got[i]) ? 0.0 : INFINITY)
                      : isfinite(got[i]) ? fabs((double)got[i] - ref[i])
                                         : INFINITY;
     if (e > worst) {
@@ -234,7 +304,8 @@ typedef struct run_state {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void fail(run_state *s, const char *fmt, ...) {
+static void
+fail(run_state *s, const char *fmt, ...) {
   if (s->failed++) /* the first failure is the message */
     return;
   va_list args;
@@ -286,6 +357,8 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
   draw_values(&rng, x, n, c->data, c->dtype);
   if (add)
     draw_values(&rng, res, n, c->data, c->dtype);
+  if (c->extreme)
+    extreme_rows(&rng, c, x, res);
   if (bwd)
     draw_values(&rng, dy, n, OC_NORMAL, c->dtype);
   for (size_t i = 0; i < cols; i++) {
@@ -308,6 +381,17 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
     for (size_t r = 0; r < rows; r++) {
       fmean[r] = (float)rmean[r];
       frstd[r] = (float)rrstd[r];
+      /* rows of every magnitude: dy of about 1 / rstd, so that dx is about 1 (float16: dy within
+       * [1e-7, 1], so that dx and dgamma stay within its range) */
+      const int f16 = c->dtype == CLNORM_F16;
+      const double lo = f16 ? 1e-7 : 1e-30, hi = f16 ? 1.0 : 1e30;
+      const double want = 1.0 / (double)frstd[r];
+      for (size_t i = 0; i < cols && c->extreme; i++)
+        dy[r * cols + i] =
+            clnorm_ref_store((float)((double)dy[r * cols + i] * (want < lo   ? lo
+                                                                 : want > hi ? hi
+                                                                             : want)),
+                             dt);
     }
     if (rms)
       clnorm_ref_rmsnorm_backward(rows, cols, dy, cols, x, cols, g, frstd, ref, rdg);
@@ -336,8 +420,7 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
   }
   for (int bi = 0; bi < OC_MATRICES; bi++)
     if (elems[bi] && !image_make(h, &mi[bi], c->base, elems[bi] + c->tail, es)) {
-      fail(&s, "allocating a buffer of %zu elements of %zu bytes failed", c->base + elems[bi],
-           es);
+      fail(&s, "allocating a buffer of %zu elements of %zu bytes failed", c->base + elems[bi], es);
       goto done;
     }
   const float nan = NAN;
@@ -347,7 +430,8 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
     image *im = &mi[c->m[r].buffer];
     for (size_t row = 0; row < rows; row++)
       for (size_t i = 0; i < cols; i++)
-        clnorm_ref_pack(dt, &nan, 1, im->host + (root_start(c, r) + row * eff_stride(c, r) + i) * es);
+        clnorm_ref_pack(dt, &nan, 1,
+                        im->host + (root_start(c, r) + row * eff_stride(c, r) + i) * es);
   }
   const int inputs[3] = {OC_X, OC_RES, OC_DY};
   const float *input_data[3] = {x, res, dy};
@@ -450,9 +534,9 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
     st = clnorm_rmsnorm(h->ctx, h->queue, rows, cols, c->dtype, c->eps, call.x, call.gamma, call.y,
                         call.rstd, 0, NULL, NULL);
   } else if (op == CLNORM_OP_ADD_LAYERNORM) {
-    st = clnorm_add_layernorm(h->ctx, h->queue, rows, cols, c->dtype, c->eps, call.x,
-                              call.residual, call.sum_out, call.gamma, call.beta, call.y, call.mean,
-                              call.rstd, 0, NULL, NULL);
+    st = clnorm_add_layernorm(h->ctx, h->queue, rows, cols, c->dtype, c->eps, call.x, call.residual,
+                              call.sum_out, call.gamma, call.beta, call.y, call.mean, call.rstd, 0,
+                              NULL, NULL);
   } else if (op == CLNORM_OP_ADD_RMSNORM) {
     st = clnorm_add_rmsnorm(h->ctx, h->queue, rows, cols, c->dtype, c->eps, call.x, call.residual,
                             call.sum_out, call.gamma, call.y, call.rstd, 0, NULL, NULL);
@@ -479,8 +563,8 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
   {
     const image *im = &mi[c->m[OC_Y].buffer];
     for (size_t row = 0; row < rows; row++)
-      clnorm_ref_unpack(dt, im->host + (root_start(c, OC_Y) + row * eff_stride(c, OC_Y)) * es,
-                        cols, got + row * cols);
+      clnorm_ref_unpack(dt, im->host + (root_start(c, OC_Y) + row * eff_stride(c, OC_Y)) * es, cols,
+                        got + row * cols);
     const double ulps = clnorm_ref_dtype_ulps(dt);
     double worst = 0.0;
     for (size_t row = 0; row < rows; row++) {
@@ -532,9 +616,8 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
     clnorm_ref_unpack(CLNORM_REF_F32, vi[OC_MEAN].host, rows, gotv);
     for (size_t r = 0; r < rows; r++) {
       const double m = rmean[r];
-      const double err =
-          isnan(m) ? (isnan(gotv[r]) ? 0.0 : INFINITY)
-                   : fabs((double)gotv[r] - m) / (fabs(m) + 1.0 / rrstd[r]) / 1e-5;
+      const double err = isnan(m) ? (isnan(gotv[r]) ? 0.0 : INFINITY)
+                                  : fabs((double)gotv[r] - m) / (fabs(m) + 1.0 / rrstd[r]) / 1e-5;
       if (!(err <= 1.0))
         fail(&s, "mean row %zu: got %.9g, reference %.9g (error %.3g of the allowance)", r,
              (double)gotv[r], m, err);

@@ -60,9 +60,11 @@ typedef struct oc_case {
                               base + offset (a sub-buffer's origin base + sub) */
   unsigned absent;         /* optional operands passed as NULL: 1 << OC_GAMMA, ..., OC_ABSENT_SUM */
   oc_data data;
-  long bad_row;  /* >= 0: this row holds a non-finite value at bad_col */
+  int extreme;  /* 1: rows of every magnitude the dtype holds, in place of `data` (op_case.c:
+                   extreme_rows; issue 25) */
+  long bad_row; /* >= 0: this row holds a non-finite value at bad_col */
   size_t bad_col;
-  int bad_kind;  /* 0 NaN, 1 +Inf, 2 -Inf */
+  int bad_kind;   /* 0 NaN, 1 +Inf, 2 -Inf */
   int bad_in_res; /* add ops: the value is in the residual rather than x */
   int forced;     /* 1: `variant` through clnorm_run; 0: the dispatcher, through the op's public
                      entry point */

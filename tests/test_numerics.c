@@ -13,8 +13,19 @@
  *   rstd: |rstd - ref| / ref <= 1e-5 (2e-4 for 1e4 rows)
  * Rows holding a NaN or an Inf must give NaN y, mean and rstd (other rows as usual); a row of
  * one value gives y = beta; every element of y's buffer outside the matrix (before the offset,
- * between rows, after the end; in place: x's own values) must be unchanged. */
+ * between rows, after the end; in place: x's own values) must be unchanged.
+ *
+ * Rows of every magnitude (issue 25; op_case.c, extreme_rows): every op and dtype, eps 0 and
+ * 1e-5, magnitudes from the dtype's smallest to its largest (float32 and bfloat16: 1e-38 to 3e38,
+ * where the float32 sums of squares over- and underflow; float16: 6e-8 to 65504), through the
+ * dispatcher and the first and last variant of each family that takes the call, 64 x 768 and 8 x
+ * 1001 (vector tails), and 4 x 16384 for the split-row kernels (variants with one row per group).
+ * Checked by oc_run with op_case.h's tolerances, forward and backward.
+ *
+ *   test_numerics                         the layouts above
+ *   test_numerics extreme [OP [DTYPE]]    rows of every magnitude (of OP, of DTYPE) */
 #include "harness.h"
+#include "op_case.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -187,11 +198,75 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
   free(ref_rstd);
 }
 
-int main(void) {
+/* Rows of every magnitude: one layout of one op and dtype, through the dispatcher and the first
+ * and last variant of each family that takes it (split: only the variants with one row per
+ * group), eps 0 and 1e-5. */
+static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+                        int split, size_t *runs) {
+  const size_t nv = clnorm_variant_list(h->ctx, op, dtype, NULL, 0);
+  clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
+  clnorm_variant_list(h->ctx, op, dtype, vars, nv);
+  unsigned char *chosen = calloc(nv + 1, 1);
+  unsigned char first_seen[FAMILIES] = {0}, last_seen[FAMILIES] = {0};
+  oc_case c;
+  oc_default(&c, op, dtype, rows, cols);
+  c.extreme = 1;
+  c.eps = 0.0f;
+  size_t variants = 0, failed = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t j = 0; j < nv; j++) {
+      const size_t k = pass == 0 ? j : nv - 1 - j;
+      const size_t f = family(&vars[k]);
+      unsigned char *seen = pass == 0 ? first_seen : last_seen;
+      if (seen[f] || (split && vars[k].tpr != vars[k].wg))
+        continue;
+      c.forced = 1;
+      c.variant = vars[k];
+      for (int e = 0; e < 2; e++) {
+        c.eps = e == 0 ? 0.0f : 1e-5f;
+        char msg[512], text[1024];
+        const oc_result res = oc_run(h, &c, NULL, msg, sizeof msg);
+        if (res == OC_UNSUPPORTED)
+          break;
+        seen[f] = 1;
+        if (e == 0 && !chosen[k]) {
+          chosen[k] = 1;
+          variants++;
+        }
+        (*runs)++;
+        if (res != OC_PASS) {
+          oc_format(&c, text, sizeof text);
+          harness_fail("%s: %s", text, msg);
+          failed++;
+        }
+      }
+    }
+  c.forced = 0;
+  for (int e = 0; e < 2; e++) {
+    c.eps = e == 0 ? 0.0f : 1e-5f;
+    char msg[512], text[1024];
+    (*runs)++;
+    if (oc_run(h, &c, NULL, msg, sizeof msg) != OC_PASS) {
+      oc_format(&c, text, sizeof text);
+      harness_fail("%s: %s", text, msg);
+      failed++;
+    }
+  }
+  printf("  %-13s %-4s every magnitude %zux%zu%s: dispatcher and %zu of %zu variants, eps 0 and "
+         "1e-5: %zu failed\n",
+         clnorm_op_name(op), clnorm_dtype_name(dtype), rows, cols, split ? " (split)" : "",
+         variants, nv, failed);
+  fflush(stdout);
+  free(chosen);
+  free(vars);
+}
+
+int main(int argc, char **argv) {
   harness h;
   harness_open(&h, "test_numerics");
   size_t runs = 0;
-  for (int o = 0; o < 2; o++) {
+  const int extreme = argc > 1 && strcmp(argv[1], "extreme") == 0;
+  for (int o = 0; o < 2 && !extreme; o++) {
     const clnorm_op op = o == 0 ? CLNORM_OP_LAYERNORM : CLNORM_OP_RMSNORM;
     const size_t nv = clnorm_variant_list(h.ctx, op, CLNORM_F32, NULL, 0);
     clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
@@ -208,9 +283,28 @@ int main(void) {
     }
     free(vars);
   }
+  static const struct {
+    size_t rows, cols;
+    int split;
+  } extreme_layouts[] = {{64, 768, 0}, {8, 1001, 0}, {4, 16384, 1}};
+  for (int o = 0; o < CLNORM_OP_COUNT && extreme; o++)
+    for (int d = 0; d < 3; d++) {
+      const clnorm_op op = (clnorm_op)o;
+      const clnorm_dtype dtype = (clnorm_dtype)d;
+      if ((argc > 2 && strcmp(argv[2], clnorm_op_name(op)) != 0) ||
+          (argc > 3 && strcmp(argv[3], clnorm_dtype_name(dtype)) != 0))
+        continue;
+      for (size_t l = 0; l < sizeof extreme_layouts / sizeof extreme_layouts[0]; l++)
+        run_extreme(&h, op, dtype, extreme_layouts[l].rows, extreme_layouts[l].cols,
+                    extreme_layouts[l].split, &runs);
+    }
   harness_close(&h);
-  printf("test_numerics: %zu layouts x 2 ops, %zu runs: %s (%d failures)\n",
-         sizeof layouts / sizeof layouts[0], runs, harness_failures ? "FAIL" : "PASS",
-         harness_failures);
+  if (extreme)
+    printf("test_numerics extreme: rows of every magnitude, %zu runs: %s (%d failures)\n", runs,
+           harness_failures ? "FAIL" : "PASS", harness_failures);
+  else
+    printf("test_numerics: %zu layouts x 2 ops, %zu runs: %s (%d failures)\n",
+           sizeof layouts / sizeof layouts[0], runs, harness_failures ? "FAIL" : "PASS",
+           harness_failures);
   return harness_failures ? 1 : 0;
 }
