@@ -25,14 +25,14 @@
   FOR {                                                                                            \
     const floatv dv = DYV(i, k);                                                                   \
     const floatv g = has_gamma ? dv * GV(i, k) : dv;                                               \
-    a1 += g * ((XV(i, k) - mean) * rstd);                                                          \
+    a1 += g * XHAT(XV(i, k));                                                                      \
     a2 += g;                                                                                       \
   }                                                                                                \
   float s1 = HSUM(a1), s2 = HSUM(a2);                                                              \
   for (uint i = nvec * VEC + lane; i < end; i += TPR) {                                            \
     const float dv = LOAD1(dyp, i);                                                                \
     const float g = has_gamma ? dv * LOAD1(gp, i) : dv;                                            \
-    s1 += g * ((LOAD1(xp, i) - mean) * rstd);                                                      \
+    s1 += g * XHAT(LOAD1(xp, i));                                                                  \
     s2 += g;                                                                                       \
   }
 
@@ -41,6 +41,19 @@
 #define ROW_MEAN(r) 0.0f
 #else
 #define ROW_MEAN(r) mean_in[r]
+#endif
+
+/* xhat of the value xv of a row whose `mean` and `rstd` are in scope. LayerNorm's x - mean
+ * overflows where |x - mean| > FLT_MAX (a finite row of values near 2^127, issue 25); half of
+ * it never does. Halving and doubling are exact for values of at least 2^-125, so (x / 2 -
+ * mean / 2) * (2 rstd) is (x - mean) * rstd to the bit for every row but those of smaller values
+ * (a rounding at 2^-150 beside their spread), and no row needs a test of its own (a per-row
+ * scale cost NVIDIA 5%: docs/DEVICES.md). Not covered: rstd > FLT_MAX / 2, a row whose spread is
+ * below 2^-127 (eps 0 only). RMSNorm's mean is 0, which the compiler drops. */
+#if RMS
+#define XHAT(xv) (((xv) - mean) * rstd)
+#else
+#define XHAT(xv) (((xv) * 0.5f - mean * 0.5f) * (rstd * 2.0f))
 #endif
 
 /* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
@@ -205,7 +218,7 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
         const floatv dv = LOADV(dyo, i);
         const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
 #endif
-        const floatv xhat = (xv - mean) * rstd;
+        const floatv xhat = XHAT(xv);
         PREFETCH_V(xn, i);
         PREFETCH_V(dyn, i);
         STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
@@ -225,7 +238,7 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
       for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
         const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
         const float dv = LOAD1(dyr, i);
-        const float xhat = (LOAD1(xr, i) - mean) * rstd;
+        const float xhat = XHAT(LOAD1(xr, i));
         const float g = has_gamma ? dv * LOAD1(gamma, i) : dv;
         STORE1(dxr, i, rstd * (g - c2 - xhat * c1));
         if (want_w) {
@@ -486,7 +499,7 @@ bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
           if (i < nvec) {
             const floatv xv = SPLIT_X(q, i, k);
             const floatv dv = SPLIT_DY(q, i, k);
-            const floatv xhat = (xv - mean) * rstd;
+            const floatv xhat = XHAT(xv);
             const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
             PREFETCH_V(xn, k);
             PREFETCH_V(dyn, k);
@@ -529,7 +542,7 @@ bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
         const float mean = ROW_MEAN(r);
         const float rstd = rstd_in[r];
         const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
-        const float xhat = (LOAD1(x + x_off + r * x_stride, j) - mean) * rstd;
+        const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
         const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
         STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
         ag += dv * xhat;
