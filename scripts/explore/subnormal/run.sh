@@ -11,5 +11,5 @@ root="$here/../../.."
 build="${BUILD:-/tmp/b-subn}"
 lib="$(dirname "$(find "$build" -name 'libclnorm.so*' -print -quit)")"
 cc -O2 -std=c11 -Wall -Wextra -I"$root/include" -I"$build" -I"$build/include" \
-  -o /tmp/subn "$here/subn.c" -L"$lib" -Wl,-rpath,"$lib" -lclnorm -lOpenCL -lm
-timeout "${LIMIT:-1200}" /tmp/subn "$@"
+  -o "/tmp/subn.$(basename "$build")" "$here/subn.c" -L"$lib" -Wl,-rpath,"$lib" -lclnorm -lOpenCL -lm
+timeout "${LIMIT:-1200}" "/tmp/subn.$(basename "$build")" "$@"
