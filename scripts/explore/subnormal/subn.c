@@ -10,7 +10,8 @@
  * each output checked against a float64 reference of the same stored inputs: the largest error
  * over (1 ulp of the dtype at the reference + tol * the row's largest |reference|), tol 1e-5
  * forward and 1e-4 backward (the tests' bound), and the count of NaN/Inf. gamma = 1 + N(0,0.1),
- * beta = N(0,0.1), eps 1e-5 (EPS=...). Backward: mean and rstd from the forward call on the same
+ * beta = N(0,0.1), eps 1e-5 (EPS=...). SUBRANGE=LO,HI: the "sub" magnitudes log-uniform in
+ * 10^LO..10^HI instead (e.g. -30,-20: tiny normal values). Backward: mean and rstd from the forward call on the same
  * x.
  *   subn [ROWSxCOLS [REPS [OPS [DTYPES]]]]     (OPS, DTYPES: comma lists; defaults: all)
  * Prints one line per op, dtype and mode: median us, min-max, the ratio of medians to normal
@@ -133,6 +134,10 @@ static float subrand(int dt) {
     lo = -133.0, hi = -127.0;
   else
     lo = -24.0, hi = -14.0;
+  const char *range = getenv("SUBRANGE"); /* "LO,HI": log10 of the magnitudes, every dtype */
+  double l10, h10;
+  if (range && sscanf(range, "%lf,%lf", &l10, &h10) == 2)
+    lo = l10 * 3.321928094887362, hi = h10 * 3.321928094887362;
   double m = exp2(lo + (hi - lo) * urand());
   return (float)(urand() < 0.5 ? -m : m);
 }
