@@ -210,6 +210,12 @@ static double row_spread(const float *v, size_t n, int rms) {
   return sqrt(sq / (double)n);
 }
 
+/* v[i] / top * m in the dtype's values: a row drawn with largest |value| top brought to m */
+static void rescale_row(float *v, size_t n, double top, double m, int dt) {
+  for (size_t i = 0; i < n; i++)
+    v[i] = clnorm_ref_store((float)((double)v[i] / top * m), dt);
+}
+
 /* Rows of every magnitude (issue 25): row r's largest |value| is M_r, spaced evenly in log from
  * the dtype's smallest (float32, bfloat16: 1e-38; float16: 6e-8, its smallest subnormal) to its
  * largest (3e38; 65504) over the rows, in four patterns by (r + 1) % 4 (the largest M gets the
@@ -245,8 +251,7 @@ static void extreme_rows(clnorm_rng *rng, const oc_case *c, float *x, float *res
       xr[i] = (float)z;
       top = fabs(z) > top ? fabs(z) : top;
     }
-    for (size_t i = 0; i < c->cols; i++)
-      xr[i] = clnorm_ref_store((float)((double)xr[i] / top * m), dt);
+    rescale_row(xr, c->cols, top, m, dt);
     const double spread = row_spread(xr, c->cols, rms);
     if (c->eps == 0.0f && spread == 0.0)
       for (size_t i = 0; i < c->cols; i++)
@@ -262,8 +267,7 @@ static void extreme_rows(clnorm_rng *rng, const oc_case *c, float *x, float *res
       rr[i] = (float)z;
       rtop = fabs(z) > rtop ? fabs(z) : rtop;
     }
-    for (size_t i = 0; i < c->cols; i++)
-      rr[i] = clnorm_ref_store((float)((double)rr[i] / rtop * m / 16.0), dt);
+    rescale_row(rr, c->cols, rtop, m / 16.0, dt);
   }
 }
 

@@ -30,6 +30,18 @@ static unsigned splits(const clnorm_device_info *info, clnorm_op op, clnorm_dtyp
   return clnorm__split_count(info, &call, &v);
 }
 
+/* The heuristic's variant of a 4096 x 4096 call holds its row as `hold` vectors of 8 in each of
+ * `tpr` work-items. */
+static void expect_held(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, unsigned tpr,
+                        unsigned hold) {
+  const clnorm_call call = {.op = op, .dtype = dt, .rows = 4096, .cols = 4096};
+  clnorm_variant v;
+  clnorm__heuristic(info, &call, &v);
+  EXPECT(v.tpr == tpr && v.hold == hold && v.vec == 8,
+         "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr %u hold %u vec 8",
+         clnorm_op_name(op), clnorm_dtype_name(dt), v.tpr, v.hold, v.vec, tpr, hold);
+}
+
 /* The heuristic's variant is the same at every row count of rows[] for every op, dtype and cols
  * of the lists (ops: forward or backward ones only). */
 static void same_at_every_row_count(const clnorm_device_info *info, const char *label,
@@ -95,24 +107,12 @@ int main(void) {
 
   /* NVIDIA's 16-bit forward at 4096 columns: RMSNorm holds 4 vectors a work-item over 128
    * work-items a row (one reduction), LayerNorm 8 over 64 (two passes over the held row) */
-  static const clnorm_op rms16_ops[] = {CLNORM_OP_RMSNORM, CLNORM_OP_ADD_RMSNORM};
-  static const clnorm_op ln16_ops[] = {CLNORM_OP_LAYERNORM, CLNORM_OP_ADD_LAYERNORM};
-  for (int d = CLNORM_F16; d <= CLNORM_BF16; d++)
-    for (int i = 0; i < 2; i++) {
-      clnorm_variant v;
-      const clnorm_call rc = {
-          .op = rms16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096, .cols = 4096};
-      clnorm__heuristic(&gpu, &rc, &v);
-      EXPECT(v.tpr == 128 && v.hold == 4 && v.vec == 8,
-             "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr 128 hold 4 vec 8",
-             clnorm_op_name(rc.op), clnorm_dtype_name(rc.dtype), v.tpr, v.hold, v.vec);
-      const clnorm_call lc = {
-          .op = ln16_ops[i], .dtype = (clnorm_dtype)d, .rows = 4096, .cols = 4096};
-      clnorm__heuristic(&gpu, &lc, &v);
-      EXPECT(v.tpr == 64 && v.hold == 8 && v.vec == 8,
-             "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr 64 hold 8 vec 8",
-             clnorm_op_name(lc.op), clnorm_dtype_name(lc.dtype), v.tpr, v.hold, v.vec);
-    }
+  for (int d = CLNORM_F16; d <= CLNORM_BF16; d++) {
+    expect_held(&gpu, CLNORM_OP_RMSNORM, (clnorm_dtype)d, 128, 4);
+    expect_held(&gpu, CLNORM_OP_ADD_RMSNORM, (clnorm_dtype)d, 128, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM, (clnorm_dtype)d, 64, 8);
+    expect_held(&gpu, CLNORM_OP_ADD_LAYERNORM, (clnorm_dtype)d, 64, 8);
+  }
 
   /* a CPU splits few rows of any length that leave its cores idle */
   clnorm_device_info cpu = fake_cpu(16);
