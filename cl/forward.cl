@@ -22,70 +22,13 @@
 #define BETA_ARG __global const stype *beta,
 #define MEAN_ARG __global float *mean_out,
 #define FWD_SCRATCH 3 * WG
-/* y = (x - mean) * rstd as (x / 2 - pivot / 2 - mean_d / 2) * (2 rstd): the same bits for values
- * of at least 2^-125 (halving and doubling are exact), and no overflow where x - mean exceeds
- * FLT_MAX (issue 25). Not covered: rstd > FLT_MAX / 2 (a spread below 2^-127, eps 0 only). */
-#define NORMED(h) (h * 0.5f - pivot_h - mean_h) * rstd2
+#define NORMED(h) (h - pivot - mean_d) * rstd
 #define PLUS_BETA(o, i, k)                                                                         \
   if (has_beta)                                                                                    \
     o += BETA_V(bo, i, k);
 #define PLUS_BETA1(o, i)                                                                           \
   if (has_beta)                                                                                    \
     o += LOAD1(beta, i);
-#endif
-
-#if ADD
-#define RES_PARAM , __global const stype *rr
-#define RES_ARG , rr
-#else
-#define RES_PARAM
-#define RES_ARG
-#endif
-
-inline float square1(float v) { return v * v; }
-
-/* The statistics of a rare row (RARE_ROW, cl/common.cl) from its `cols` values (SRC1: xr
- * and rr, read again from global memory), scaled by 2^k from the largest |x|; taken by one
- * work-item of the row. Where the largest |x| is 0, an Inf or a NaN, the plain statistics
- * stand. */
-#if RMS
-/* the row's rstd; `rstd`: its plain one. Not inlined: NVIDIA's compiler gave the whole kernel
- * the registers of the inlined rare path (H200, LayerNorm float32 32768 x 1024: 126 inlined, 80
- * not; docs/DEVICES.md). */
-__attribute__((noinline)) float rare_stats(__global const stype *xr RES_PARAM, const uint cols, const float eps,
-                        const float rstd) {
-  uint mb;
-  RARE_MAX_BITS(mb, cols);
-  if (mb == 0u || mb >= 0x7F800000u)
-    return rstd;
-  const float sc = pow2i(scale_exp(mb));
-#define RARE_SQ1(j) square1(SRC1(j) * sc)
-  float sq;
-  RARE_SUM(sq, RARE_SQ1, cols);
-  return rare_rstd(sq / (float)cols, eps, sc);
-}
-#else
-/* (mean_h, rstd, mean): mean_h half of the row's mean less its pivot (which may exceed FLT_MAX),
- * for NORMED; mean: the row's mean. `plain`: the plain ones. Not inlined, as RMSNorm's. */
-__attribute__((noinline)) float4 rare_stats(__global const stype *xr RES_PARAM, const uint cols,
-                                            const float eps, const float pivot, const float4 plain) {
-  uint mb;
-  RARE_MAX_BITS(mb, cols);
-  if (mb == 0u || mb >= 0x7F800000u)
-    return plain;
-  const int k = scale_exp(mb);
-  const float sc = pow2i(k), pv = pivot * sc;
-#define RARE_D1(j) (SRC1(j) * sc - pv)
-  float sum;
-  RARE_SUM(sum, RARE_D1, cols);
-  const float md = sum / (float)cols;
-#define RARE_DD1(j) square1(SRC1(j) * sc - pv - md)
-  float sq;
-  RARE_SUM(sq, RARE_DD1, cols);
-  const float mean_h = ldexp(md, -k - 1);
-  return (float4)(mean_h, rare_rstd(sq / (float)cols, eps, sc), (pivot * 0.5f + mean_h) * 2.0f,
-                  0.0f);
-}
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
@@ -96,20 +39,6 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
            const ulong y_stride, MEAN_ARG __global float *rstd_out, const ulong rows,
            const uint cols, const float eps, const uint flags) {
   ROW_SCRATCH(FWD_SCRATCH);
-/* A rare row's statistics go from the work-item that took them to its row's others: by a
- * shuffle where the row is in one warp (REDUCE 2), whose other lanes write only after they have
- * the values, so after the first work-item's reads of the row (in place, y may be x); else through
- * local memory, after a barrier that every work-item of the group meets and that fences global
- * memory too. The shuffle costs the rows of every block nothing like a barrier (H200, LayerNorm
- * 16-bit 65536 x 512: the barrier 0.86x). The values of a row that is not rare are the same on
- * all its lanes (their reduction gives every lane the same bits), so the shuffle changes none. */
-#define RARE_SHUFFLE (REDUCE == 2 && TPR > 1 && TPR <= WARP)
-#if TPR > 1 && !RARE_SHUFFLE
-  /* a rare row's statistics, from the work-item that took them to its row's others; two sets a
-   * row, used in turn, so that a set is not written again before every lane has read it */
-  __local float rare_slot[2 * 2 * RPG];
-  uint rare_set = 0;
-#endif
 #if RB
   float rbuf[RBUF]; /* the row buffer (cl/common.cl) */
 #endif
@@ -231,19 +160,8 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
       mean_d = NAN;
     }
 #endif
-    /* Rare rows (issue 25): their plain statistics over- or underflowed. They skip the output
-     * below and are taken again after it (RARE_TAIL), where the held row is no longer live:
-     * NVIDIA's compiler sized the whole kernel for the rare path's registers where it ran before
-     * the output (H200, LayerNorm float32 4096 x 4096: 126 registers against 80, 0.80x speed;
-     * docs/DEVICES.md). */
-#if RMS
-    const bool rare = active && RARE_ROW(sq / (float)cols, eps);
-#else
-    const bool rare = active && (RARE_ROW(var, eps) || !isfinite(mean_d));
-    float mean_h = mean_d * 0.5f, out_mean = pivot + mean_d;
-    float pivot_h = pivot * 0.5f, rstd2 = rstd * 2.0f;
-#endif
-    if (active && !rare) {
+    if (!active)
+      continue;
     const ulong r = row;
 #if RMS
     if (lane == 0 && (flags & HAS_RSTD))
@@ -251,7 +169,7 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
 #else
     if (lane == 0) {
       if (flags & HAS_MEAN)
-        mean_out[r] = out_mean;
+        mean_out[r] = pivot + mean_d;
       if (flags & HAS_RSTD)
         rstd_out[r] = rstd;
     }
@@ -318,82 +236,6 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
         STORE1(sr, i, h);
 #endif
       STORE1(yr, i, o);
-    }
-    }
-    /* The rare rows: the row's first work-item takes their statistics again from global memory,
-     * scaled by 2^k from the largest |x|, the others read them after a barrier that every
-     * work-item of the group meets; then the row's work-items write it one element at a time
-     * (rare data only), each element read before it is written by the same work-item. */
-#if RMS
-    if (rare && lane == 0)
-      rstd = rare_stats(xr RES_ARG, cols, eps, rstd);
-#if RARE_SHUFFLE
-    rstd = shfl_idx(rstd, lid % WARP - lane);
-#elif TPR > 1
-    __local float *const rs = rare_slot + rare_set + lid / TPR;
-    if (rare && lane == 0)
-      rs[0] = rstd;
-    barrier(ROW_DONE_FENCE); /* and global: y may be x, which the first work-item read */
-    if (rare)
-      rstd = rs[0];
-    rare_set ^= 2 * RPG;
-#endif
-#else
-    if (rare && lane == 0) {
-      const float4 st =
-          rare_stats(xr RES_ARG, cols, eps, pivot, (float4)(mean_h, rstd, out_mean, 0.0f));
-      mean_h = st.x;
-      rstd = st.y;
-      out_mean = st.z;
-    }
-#if RARE_SHUFFLE
-    mean_h = shfl_idx(mean_h, lid % WARP - lane);
-    rstd = shfl_idx(rstd, lid % WARP - lane);
-#elif TPR > 1
-    __local float *const rs = rare_slot + rare_set + 2 * (lid / TPR);
-    if (rare && lane == 0) {
-      rs[0] = mean_h;
-      rs[1] = rstd;
-    }
-    barrier(ROW_DONE_FENCE); /* and global: y may be x, which the first work-item read */
-    if (rare) {
-      mean_h = rs[0];
-      rstd = rs[1];
-    }
-    rare_set ^= 2 * RPG;
-#endif
-    rstd2 = rstd * 2.0f;
-#endif
-    if (rare) {
-      const ulong r = row;
-#if RMS
-      if (lane == 0 && (flags & HAS_RSTD))
-        rstd_out[r] = rstd;
-#else
-      if (lane == 0) {
-        if (flags & HAS_MEAN)
-          mean_out[r] = out_mean;
-        if (flags & HAS_RSTD)
-          rstd_out[r] = rstd;
-      }
-      const bool has_beta = (flags & HAS_BETA) != 0;
-#endif
-      __global stype *yr = y + y_off + r * y_stride;
-#if ADD
-      __global stype *sr = sum_out + s_off + r * s_stride;
-#endif
-      for (uint i = lane; i < ncols; i += TPR) {
-        const float h = SRC1(i);
-        float o = NORMED(h);
-        if (flags & HAS_GAMMA)
-          o *= LOAD1(gamma, i);
-        PLUS_BETA1(o, i)
-#if ADD
-        if (flags & HAS_SUM)
-          STORE1(sr, i, h);
-#endif
-        STORE1(yr, i, o);
-      }
     }
   }
 }

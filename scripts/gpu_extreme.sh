@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `test_numerics extreme` (rows of every magnitude, issue 25) on the GPU machine's NVIDIA device,
+# one process per OP:DTYPE, all at once: NVIDIA's compiler builds each op and dtype's 60-170
+# programs at 2-5 s each on the CPU's cores, so one op and dtype takes minutes.
+#
+#   source .device-kit/setup.sh && bash scripts/gpu_extreme.sh layernorm:f32 add_layernorm:f16 ...
+#
+# Prints, per OP:DTYPE, the test's summary line or, where it failed or ran out of time, its
+# failing lines; files in $OUT (or ./gpu-extreme). Environment: LIMIT (seconds per process,
+# default 400), DEVICE (CLNORM_TEST_DEVICE, default NVIDIA), BUILD (default /tmp/build-extreme).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-extreme}
+build=${BUILD:-/tmp/build-extreme}
+mkdir -p "$out"
+if [ $# -eq 0 ]; then
+  echo "usage: gpu_extreme.sh OP:DTYPE ..." >&2
+  exit 2
+fi
+if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+       cmake --build "$build" -j"$(nproc)" --target test_numerics >>"$out/build.log" 2>&1; }; then
+  tail -n 30 "$out/build.log"
+  exit 1
+fi
+for c in "$@"; do
+  op=${c%%:*} dt=${c#*:}
+  (CLNORM_TEST_DEVICE=${DEVICE:-NVIDIA} timeout "${LIMIT:-400}" \
+     "$build/tests/test_numerics" extreme "$op" "$dt" >"$out/$op-$dt.log" 2>&1
+   echo "exit status $?" >>"$out/$op-$dt.log") &
+done
+wait
+rc=0
+for c in "$@"; do
+  op=${c%%:*} dt=${c#*:} log=$out/${c%%:*}-${c#*:}.log
+  if grep -q "PASS (0 failures)" "$log"; then
+    echo "$op $dt: $(grep 'PASS' "$log" | tail -n 1)"
+  else
+    rc=1
+    echo "$op $dt: NOT PASSED ($(tail -n 1 "$log"; echo); 124: out of time). Lines with failures:"
+    grep -v ' 0 failed' "$log" | grep -v '^exit status' | tail -n 8
+    echo "  ($(grep -c ' 0 failed' "$log") layouts passed before it stopped)"
+  fi
+done
+exit $rc
