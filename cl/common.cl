@@ -951,3 +951,103 @@ inline floatv squarev(floatv v) { return v * v; }
 #define HAS_SUM 16u
 #define HAS_DGAMMA 32u
 #define HAS_DBETA 64u
+
+/* Rows whose float32 statistics over- or underflow (issue 25). A row's plain statistics stand
+ * unless its variance (RMSNorm: mean square) is not finite, or, with eps, below VAR_LO: each
+ * square that underflowed lost at most 2^-149, which beside VAR_LO or an eps of at least VAR_LO
+ * is at most 2^-49 of the sum. Such a rare row takes its statistics again from its values scaled
+ * by sc = 2^k from its largest |x|, exact in floating point, so that no square over- or
+ * underflows (RARE_ROW). */
+#define VAR_LO 0x1p-100f
+#define RARE_ROW(var, eps) (!((var) + (eps) >= VAR_LO && (var) <= FLT_MAX))
+
+/* 2^k, for -126 <= k <= 127 */
+inline float pow2i(int k) { return as_float((uint)(k + 127) << 23); }
+
+/* The bits of |v| as unsigned integers: ordered as the values are, and a NaN above every Inf,
+ * so that their maximum is the row's largest |x|, or a NaN or an Inf where the row has one. */
+#if VEC == 1
+#define ABS_BITS(v) (as_uint(v) & 0x7FFFFFFFu)
+inline uint hmax_bits(uint v) { return v; }
+#else
+#define ABS_BITS(v) (CAT(as_uint, VSUFFIX)(v) & (uintv)0x7FFFFFFFu)
+inline uint hmax_bits(uintv v) {
+#if VEC == 16
+  const uint8 a = max(v.lo, v.hi);
+  const uint4 b = max(a.lo, a.hi);
+#elif VEC == 8
+  const uint4 b = max(v.lo, v.hi);
+#elif VEC == 4
+  const uint4 b = v;
+#endif
+#if VEC == 2
+  return max(v.s0, v.s1);
+#else
+  return max(max(b.s0, b.s1), max(b.s2, b.s3));
+#endif
+}
+#endif
+
+/* The exponent k of the scale of values whose largest |x| has the bits mb (finite, not 0): the
+ * largest |x| times 2^k is in [1, 2) where that keeps 2^k and 2^-k normal floats, else as near
+ * as they allow. */
+inline int scale_exp(uint mb) {
+  const int e = mb >= 0x00800000u ? (int)(mb >> 23) - 127 : (int)(31 - clz(mb)) - 149;
+  return clamp(-e, -126, 126);
+}
+
+/* Whether the rstd of values scaled by sc is rsqrt(eps), taken unscaled, given the variance
+ * (RMSNorm: mean square) var_s of the scaled values and e2 = eps sc^2: where e2 overflows the
+ * variance is negligible beside eps; a variance of 0 leaves eps alone (e2 may have underflowed). */
+inline bool rare_unscaled(float var_s, float e2) { return var_s == 0.0f || isinf(e2); }
+
+/* That rstd: rsqrt(var_s + eps sc^2) * sc, or rsqrt(eps) (rare_unscaled). */
+inline float rare_rstd(float var_s, float eps, float sc) {
+  const float e2 = eps * sc * sc;
+  if (rare_unscaled(var_s, e2))
+    return rsqrt(eps);
+  return rsqrt(var_s + e2) * sc;
+}
+
+/* out = the sum of TERM1(j) over the elements j < `end` of a row, taken by one work-item (the rare
+ * rows): blocks of 256 elements, added by Kahan summation. Scalar: rare rows only, and the code
+ * every program compiles stays small (PoCL compiled the vector form's programs 36% slower). */
+#define RARE_SUM(out, TERM1, end)                                                                  \
+  do {                                                                                             \
+    float tot_ = 0.0f, comp_ = 0.0f;                                                               \
+    for (uint j0_ = 0; j0_ < (end); j0_ += 256u) {                                                 \
+      const uint e_ = min((uint)(end), j0_ + 256u);                                                \
+      float a_ = 0.0f;                                                                             \
+      for (uint j = j0_; j < e_; j++)                                                              \
+        a_ += TERM1(j);                                                                            \
+      const float y_ = a_ - comp_, t_ = tot_ + y_;                                                 \
+      comp_ = (t_ - tot_) - y_;                                                                    \
+      tot_ = t_;                                                                                   \
+    }                                                                                              \
+    out = tot_;                                                                                    \
+  } while (0)
+
+/* out = the bits of the largest |value| of a row (SRC1: xr and rr), as RARE_SUM */
+#define RARE_MAX_BITS(out, end)                                                                    \
+  do {                                                                                             \
+    uint m_ = 0;                                                                                   \
+    for (uint j = 0; j < (end); j++)                                                               \
+      m_ = max(m_, as_uint(SRC1(j)) & 0x7FFFFFFFu);                                                \
+    out = m_;                                                                                      \
+  } while (0)
+
+/* A uint, merged by max (row_max_bits; the bits of |x| as ABS_BITS gives them, in float slots) */
+#define MAXB_ZERO(v) ((v) = 0u)
+#define MAXB_SHFL(v, m) ((v) = max((v), as_uint(shfl_xor(as_float(v), (m)))))
+#define MAXB_SG(v) ((v) = sub_group_reduce_max(v))
+#define MAXB_PUT(j, v) (scratch[(j)] = as_float(v))
+#define MAXB_GET(v, j) ((v) = as_uint(scratch[(j)]))
+#define MAXB_ADD(v, j) ((v) = max((v), as_uint(scratch[(j)])))
+#define MAXB_TREE(j, k) (scratch[(j)] = as_float(max(as_uint(scratch[(j)]), as_uint(scratch[(k)]))))
+#define MAXB_WARPS(v)                                                                              \
+  for (uint w = 0; w < TPR / WARP; w++) {                                                          \
+    MAXB_ADD((v), base / WARP + w);                                                                \
+  }
+
+/* The maximum of v over the TPR work-items of this row; the rules of row_sum. */
+inline uint row_max_bits(uint v, __local float *scratch) { ROW_REDUCE(MAXB, v); }

@@ -31,6 +31,95 @@
     o += LOAD1(beta, i);
 #endif
 
+#if ADD
+#define RARE_ADD_PARAMS __global const stype *rr, __global stype *sr,
+#define RARE_ADD_ARGS rr, sum_out + s_off + row * s_stride,
+#else
+#define RARE_ADD_PARAMS
+#define RARE_ADD_ARGS
+#endif
+#if RMS
+#define RARE_LN_PARAMS
+#define RARE_LN_ARGS
+#else
+#define RARE_LN_PARAMS __global const stype *beta, __global float *mean_p,
+#define RARE_LN_ARGS beta, mean_out + row,
+#endif
+
+inline float square1(float v) { return v * v; }
+
+/* A rare row (RARE_ROW, cl/common.cl: its float32 statistics over- or underflowed), taken whole
+ * by one work-item from global memory: the largest |x|, then the statistics of the row scaled by
+ * sc = 2^k from it (exact in floating point; each sum by RARE_SUM), then y (and the sum) element
+ * by element, each element read before it is written (in place, y may be x). The row's other
+ * work-items leave it alone, so nothing is handed between work-items: no barrier, no local
+ * memory, and PoCL turns no more of the kernel into work-item loops than before. Scalar: rare
+ * data only, and code that every program compiles (PoCL compiled vector forms' programs 36%
+ * slower). Not inlined: NVIDIA's compiler gave whole kernels the registers of an inlined rare
+ * path (H200, LayerNorm float32 32768 x 1024: 126 inlined, 80 not; docs/DEVICES.md).
+ * y = ((x m1 - p1) - c1) m2: with the row scaled (m1 = sc; LayerNorm: p1 the scaled pivot, c1 the
+ * scaled mean less it), or, where eps sc^2 overflows or the row has no spread, unscaled with
+ * m2 = rsqrt(eps) (the variance is negligible beside eps, or 0). A NaN or an Inf in the row makes
+ * all of its outputs NaN, as in the plain path. */
+__attribute__((noinline)) void rare_row(__global const stype *xr,
+                                        RARE_ADD_PARAMS __global stype *yr,
+                                        __global const stype *gamma,
+                                        RARE_LN_PARAMS __global float *rstd_p, const uint cols,
+                                        const float eps, const uint flags) {
+  uint mb;
+  RARE_MAX_BITS(mb, cols);
+  const bool bad = mb >= 0x7F800000u;
+  const int k = bad || mb == 0u ? 0 : scale_exp(mb);
+  const float sc = pow2i(k);
+#if RMS
+  const float pivot = 0.0f, pv = 0.0f, md = 0.0f;
+#define RARE_DD1(j) square1(SRC1(j) * sc)
+#else
+  const float pivot = SRC1(0), pv = pivot * sc;
+#define RARE_D1(j) (SRC1(j) * sc - pv)
+  float sum;
+  RARE_SUM(sum, RARE_D1, cols);
+  const float md = sum / (float)cols;
+#define RARE_DD1(j) square1((SRC1(j) * sc - pv) - md)
+#endif
+  float sq;
+  RARE_SUM(sq, RARE_DD1, cols);
+  const float var_s = sq / (float)cols, e2 = eps * sc * sc;
+  float m1 = sc, p1 = pv, c1 = md, m2 = rsqrt(var_s + e2), rstd = m2 * sc;
+  if (bad) {
+    m2 = NAN;
+    rstd = NAN;
+  } else if (rare_unscaled(var_s, e2)) {
+    m1 = 1.0f;
+    p1 = pivot;
+    c1 = ldexp(md, -k);
+    m2 = rsqrt(eps);
+    rstd = m2;
+  }
+  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+  for (uint i = 0; i < cols; i++) {
+    const float h = SRC1(i);
+    float o = ((h * m1 - p1) - c1) * m2;
+    if (has_gamma)
+      o *= LOAD1(gamma, i);
+#if !RMS
+    if (flags & HAS_BETA)
+      o += LOAD1(beta, i);
+#endif
+#if ADD
+    if (flags & HAS_SUM)
+      STORE1(sr, i, h);
+#endif
+    STORE1(yr, i, o);
+  }
+  if (flags & HAS_RSTD)
+    *rstd_p = rstd;
+#if !RMS
+  if (flags & HAS_MEAN)
+    *mean_p = bad ? NAN : ldexp(pv + md, -k);
+#endif
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
            __global const stype *res, const ulong r_off, const ulong r_stride,
@@ -160,51 +249,59 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
       mean_d = NAN;
     }
 #endif
+    /* Rare rows (issue 25): their plain statistics over- or underflowed, or the row holds a NaN
+     * or an Inf. Its first work-item takes it whole (rare_row); its others skip it. */
+#if RMS
+    const bool rare = active && RARE_ROW(sq / (float)cols, eps);
+#else
+    const bool rare = active && (RARE_ROW(var, eps) || !isfinite(mean_d));
+#endif
     if (!active)
       continue;
-    const ulong r = row;
+    if (!rare) {
+      const ulong r = row;
 #if RMS
-    if (lane == 0 && (flags & HAS_RSTD))
-      rstd_out[r] = rstd;
-#else
-    if (lane == 0) {
-      if (flags & HAS_MEAN)
-        mean_out[r] = pivot + mean_d;
-      if (flags & HAS_RSTD)
+      if (lane == 0 && (flags & HAS_RSTD))
         rstd_out[r] = rstd;
-    }
+#else
+      if (lane == 0) {
+        if (flags & HAS_MEAN)
+          mean_out[r] = pivot + mean_d;
+        if (flags & HAS_RSTD)
+          rstd_out[r] = rstd;
+      }
 #endif
-    __global stype *yr = y + y_off + r * y_stride;
-    /* the row this work-item takes next (PoCL runs a group's work-items in order) */
-    __global const stype *xn = NEXT_ROW(xr, x_stride, r + 1 < rows, cols);
+      __global stype *yr = y + y_off + r * y_stride;
+      /* the row this work-item takes next (PoCL runs a group's work-items in order) */
+      __global const stype *xn = NEXT_ROW(xr, x_stride, r + 1 < rows, cols);
 #if ADD
-    __global const stype *rn = NEXT_ROW(rr, r_stride, r + 1 < rows, cols);
+      __global const stype *rn = NEXT_ROW(rr, r_stride, r + 1 < rows, cols);
 #endif
 #if ADD
-    __global stype *sr = sum_out + s_off + r * s_stride;
-    const bool has_sum = (flags & HAS_SUM) != 0;
+      __global stype *sr = sum_out + s_off + r * s_stride;
+      const bool has_sum = (flags & HAS_SUM) != 0;
 #endif
 #if RMS
-    const bool has_gamma = (flags & HAS_GAMMA) != 0;
+      const bool has_gamma = (flags & HAS_GAMMA) != 0;
 #else
-    const bool has_gamma = (flags & HAS_GAMMA) != 0, has_beta = (flags & HAS_BETA) != 0;
+      const bool has_gamma = (flags & HAS_GAMMA) != 0, has_beta = (flags & HAS_BETA) != 0;
 #endif
-    /* Every element is read (when not held) before it is written, by the same work-item: y and
-     * sum_out may be x or the residual. The vectors start `head` elements in (OUT_HEAD); the
-     * elements before them and after them go one by one. */
-    const uint head = OUT_HEAD(yr, ncols);
-    const uint nvo = (ncols - head) / VEC;
-    __global const stype *const xo = xr + head;
-    __global const stype *const go = gamma + head;
+      /* Every element is read (when not held) before it is written, by the same work-item: y and
+       * sum_out may be x or the residual. The vectors start `head` elements in (OUT_HEAD); the
+       * elements before them and after them go one by one. */
+      const uint head = OUT_HEAD(yr, ncols);
+      const uint nvo = (ncols - head) / VEC;
+      __global const stype *const xo = xr + head;
+      __global const stype *const go = gamma + head;
 #if !RMS
-    __global const stype *const bo = beta + head;
+      __global const stype *const bo = beta + head;
 #endif
-    __global stype *const yo = yr + head;
+      __global stype *const yo = yr + head;
 #if ADD
-    __global const stype *const ro = rr + head;
-    __global stype *const so = sr + head;
+      __global const stype *const ro = rr + head;
+      __global stype *const so = sr + head;
 #endif
-    /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
+      /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
 #define FWD_OUT(HV)                                                                                \
   FOR_VECS(i, k, nvo) {                                                                            \
     const floatv h = HV(i, k);                                                                     \
@@ -219,23 +316,29 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
 #define FWD_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
 #if RB
 #define FWD_BUFV(i, k) RB_GETV(rbuf + head, i)
-    if (rb)
-      FWD_OUT(FWD_BUFV)
-    else
+      if (rb)
+        FWD_OUT(FWD_BUFV)
+      else
 #endif
-      FWD_OUT(FWD_ROWV)
-    for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
-      const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
-      const float h = RB_READ1(rbuf, i);
-      float o = NORMED(h);
-      if (has_gamma)
-        o *= LOAD1(gamma, i);
-      PLUS_BETA1(o, i)
+        FWD_OUT(FWD_ROWV)
+      for (uint j = lane; j < ncols - nvo * VEC; j += TPR) {
+        const uint i = j < head ? j : j + nvo * VEC; /* before the vectors, then after them */
+        const float h = RB_READ1(rbuf, i);
+        float o = NORMED(h);
+        if (has_gamma)
+          o *= LOAD1(gamma, i);
+        PLUS_BETA1(o, i)
 #if ADD
-      if (has_sum)
-        STORE1(sr, i, h);
+        if (has_sum)
+          STORE1(sr, i, h);
 #endif
-      STORE1(yr, i, o);
+        STORE1(yr, i, o);
+      }
     }
+    /* after the output, where the held row is dead: NVIDIA's compiler kept it live across the
+     * call where it came before (H200, LayerNorm float32 4096 x 4096: 0.80x the speed) */
+    if (rare && lane == 0)
+      rare_row(xr, RARE_ADD_ARGS y + y_off + row * y_stride, gamma, RARE_LN_ARGS rstd_out + row,
+               cols, eps, flags);
   }
 }

@@ -23,7 +23,8 @@
  * Checked by oc_run with op_case.h's tolerances, forward and backward.
  *
  *   test_numerics                         the layouts above
- *   test_numerics extreme [OP [DTYPE]]    rows of every magnitude (of OP, of DTYPE) */
+ *   test_numerics extreme [OP [DTYPE [ROWSxCOLS]]]    rows of every magnitude (of OP, of DTYPE,
+ *                                                  in one layout: 64x768, 8x1001 or 4x16384) */
 #include "harness.h"
 #include "op_case.h"
 
@@ -294,10 +295,17 @@ int main(int argc, char **argv) {
       if ((argc > 2 && strcmp(argv[2], clnorm_op_name(op)) != 0) ||
           (argc > 3 && strcmp(argv[3], clnorm_dtype_name(dtype)) != 0))
         continue;
-      for (size_t l = 0; l < sizeof extreme_layouts / sizeof extreme_layouts[0]; l++)
+      for (size_t l = 0; l < sizeof extreme_layouts / sizeof extreme_layouts[0]; l++) {
+        char name[48];
+        snprintf(name, sizeof name, "%zux%zu", extreme_layouts[l].rows, extreme_layouts[l].cols);
+        if (argc > 4 && strcmp(argv[4], name) != 0)
+          continue;
         run_extreme(&h, op, dtype, extreme_layouts[l].rows, extreme_layouts[l].cols,
                     extreme_layouts[l].split, &runs);
+      }
     }
+  if (extreme && runs == 0)
+    harness_fail("test_numerics extreme: no op, dtype and layout match the arguments");
   harness_close(&h);
   if (extreme)
     printf("test_numerics extreme: rows of every magnitude, %zu runs: %s (%d failures)\n", runs,
