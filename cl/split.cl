@@ -221,24 +221,30 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
      * for a chunk of zeros), that of the chunk of the largest values; where any chunk's is not 0,
      * a second pass merges them at that scale. (The first work-item merging alone and handing the
      * result on through local memory cost 5-13% on an H200 at 256 x 65536 in 16 bits.) */
+/* split_norm's merge: chunk p's exponent (a chunk past the row's end has none) into the row's
+ * range, then the row's scale from it (kmin K_ZERO: every chunk zeros, no scale) */
+#define CHUNK_EXP(p)                                                                               \
+  if ((p) * chunk < cols) {                                                                        \
+    const int kp = (int)pr[4 * (p) + KSLOT];                                                       \
+    kmin = min(kmin, kp);                                                                          \
+    kmax = max(kmax, kp);                                                                          \
+  }
+#define ROW_SCALE                                                                                  \
+  kmin = kmin == K_ZERO ? 0 : kmin;                                                                \
+  const bool scaled = kmin != 0 || kmax != 0;                                                      \
+  const float sc = pow2i(kmin)
     int kmin = K_ZERO, kmax = 0;
 #if RMS
     float sq = 0.0f;
     for (uint p = 0; p < splits; p++) {
       sq += pr[4 * p];
-      if (p * chunk < cols) {
-        const int kp = (int)pr[4 * p + KSLOT];
-        kmin = min(kmin, kp);
-        kmax = max(kmax, kp);
-      }
+      CHUNK_EXP(p);
     }
-    kmin = kmin == K_ZERO ? 0 : kmin;
-    const bool scaled = kmin != 0 || kmax != 0;
-    const float sc = pow2i(kmin);
+    ROW_SCALE;
     if (scaled) {
       sq = 0.0f;
       for (uint p = 0; p < splits; p++)
-        sq += ldexp(pr[4 * p], 2 * (kmin - (int)pr[4 * p + 1]));
+        sq += ldexp(pr[4 * p], 2 * (kmin - (int)pr[4 * p + KSLOT]));
     }
     float rstd = scaled ? rare_rstd(sq / (float)cols, eps, sc) : rsqrt(sq / (float)cols + eps);
     if (!isfinite(sq)) /* a NaN or Inf in the row: all of it is NaN */
@@ -253,21 +259,15 @@ split_norm(__global const stype *x, const ulong x_off, const ulong x_stride,
       o.mean = pr[4 * p + 1];
       o.m2 = pr[4 * p + 2];
       st = stats_merge(st, o);
-      if (b0 < cols) {
-        const int kp = (int)pr[4 * p + KSLOT];
-        kmin = min(kmin, kp);
-        kmax = max(kmax, kp);
-      }
+      CHUNK_EXP(p);
     }
-    kmin = kmin == K_ZERO ? 0 : kmin;
-    const bool scaled = kmin != 0 || kmax != 0;
-    const float sc = pow2i(kmin);
+    ROW_SCALE;
     if (scaled) { /* to the row's scale: down by 2^(kmin - k), exact but where it underflows */
       CHAN_ZERO(st);
       for (uint p = 0; p < splits; p++) {
         stats_t o;
         const uint b0 = p * chunk;
-        const int dk = kmin - (int)pr[4 * p];
+        const int dk = kmin - (int)pr[4 * p + KSLOT];
         o.n = b0 < cols ? (float)min(chunk, cols - b0) : 0.0f;
         o.mean = ldexp(pr[4 * p + 1], dk);
         o.m2 = ldexp(pr[4 * p + 2], 2 * dk);
