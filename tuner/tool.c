@@ -396,16 +396,30 @@ cl_int tool_copy_enqueue(cl_command_queue queue, cl_kernel kernel, cl_mem src, c
   return e;
 }
 
-/* Median seconds of 64 timed copies from a to b after 3 untimed ones, by their events or (wall)
- * by the wall clock, enqueue to clFinish; *wall_s (when not NULL) the median wall time of the
- * same runs. Negative with *e set on failure, or the profiling readers' failure code. */
+/* The copies copy_seconds times: at most COPY_RUNS, and once COPY_MIN_RUNS are timed, no more
+ * than COPY_SECONDS of them (the rule time_variant follows for a variant). A GPU's copy of a few
+ * hundred MB takes well under a millisecond: it runs all 64. PoCL's on 2 cores takes 15-35 ms,
+ * where 64 runs of each of the 4 kinds, measured twice, made 10 of the 12 s of every small
+ * `normtune tune` (2026-11-29). */
+#define COPY_RUNS 64
+#define COPY_MIN_RUNS 10
+#define COPY_SECONDS 0.25
+
+/* Median seconds of the timed copies from a to b (COPY_RUNS above) after 3 untimed ones, by their
+ * events or (wall) by the wall clock, enqueue to clFinish; *wall_s (when not NULL) the median wall
+ * time of the same runs. Negative with *e set on failure, or the profiling readers' failure
+ * code. */
 static double copy_seconds(cl_command_queue queue, cl_kernel kernel, cl_mem a, cl_mem b,
                            size_t items, int wall, double *wall_s, cl_int *e) {
-  double times[64], walls[64];
+  double times[COPY_RUNS], walls[COPY_RUNS];
   size_t runs = 0;
-  double failure = 0.0;
+  double failure = 0.0, timed_from = 0.0;
   *e = clFinish(queue);
-  for (int i = 0; *e == CL_SUCCESS && i < 3 + 64; i++) {
+  for (int i = 0; *e == CL_SUCCESS && i < 3 + COPY_RUNS; i++) {
+    if (i == 3)
+      timed_from = tool_now();
+    else if (runs >= COPY_MIN_RUNS && tool_now() - timed_from > COPY_SECONDS)
+      break;
     cl_event ev;
     const double start = tool_now();
     *e = tool_copy_enqueue(queue, kernel, a, b, items, &ev);

@@ -128,8 +128,8 @@ cl_int tool_copy_enqueue(cl_command_queue queue, cl_kernel kernel, cl_mem src, c
                          size_t items, cl_event *event);
 
 /* The device's copy bandwidth in GB/s (bytes read + written per second): the fastest of the copy
- * kernels over `bytes` bytes (rounded down to 64), each the median of 64 timed runs after 3
- * untimed ones: float4 and float16 per work-item, and with `stream` (the library writes with
+ * kernels over `bytes` bytes (rounded down to 64), each the median of up to 64 timed runs after 3
+ * untimed ones (at least 10, and no more once 0.25 s of them ran: tool.c): float4 and float16 per work-item, and with `stream` (the library writes with
  * streaming stores on this device) both again with streaming stores. The yardstick is the best
  * copy among these, whatever the norms use. *best (may be NULL) receives the fastest kind.
  * The copies' events pass tool_time_plausible or, with clock, the copies are timed again by the
