@@ -8,7 +8,7 @@
 #      tuner_concurrent and tuner_tune_dispatch, log's trace lines from the OpenCL runtime's
 #      threads) and test_variants' parallel pre-build (CLNORM_TEST_QUICK=1);
 #   3. Valgrind memcheck (--leak-check=full --error-exitcode=1) on the library's test
-#      executables, a plain build;
+#      executables, a plain build, as many at once as there are cores;
 #   4. the kernels under Oclgrind (tests/oclgrind.sh, the `oclgrind` ctest label).
 # Suppressions (tests/lsan.supp, tests/tsan.supp, tests/valgrind.supp) cover only PoCL, its LLVM
 # and the OpenCL ICD loader, each entry with its reason. Exits non-zero when any step fails; every
@@ -108,33 +108,62 @@ tsan() {
   return $rc
 }
 
+# valgrind_case NAME CMD: one case under memcheck; its report in $dir/valgrind-NAME.log, its
+# verdict in $dir/valgrind-NAME.verdict ("  valgrind NAME: clean (S s)" or a FAIL line and the
+# report's last lines).
+valgrind_case() {
+  local name=$1 cmd=$2 start=$SECONDS r=0
+  # shellcheck disable=SC2086 # cmd is a command line
+  valgrind --tool=memcheck --leak-check=full --error-exitcode=99 \
+    --suppressions="$root/tests/valgrind.supp" --num-callers=50 $cmd >"$dir/valgrind-$name.log" 2>&1 ||
+    r=$?
+  # test_big_index exits 77 where the device cannot hold its buffers: not a memcheck failure
+  if [ $r -eq 0 ] || { [ "$name" = big_index ] && [ $r -eq 77 ]; }; then
+    echo "  valgrind $name: clean ($((SECONDS - start)) s)" >"$dir/valgrind-$name.verdict"
+    return 0
+  fi
+  {
+    echo "  valgrind $name: FAIL (exit status $r, 99: memcheck errors)"
+    grep -v -E '^==[0-9]+==' "$dir/valgrind-$name.log" | tail -n 10
+  } >"$dir/valgrind-$name.verdict"
+  return 1
+}
+
 valgrind_step() {
   build "$dir/plain" "" || return 1
   local rc=0 t="$dir/plain/tests" failed=()
   # name: command. Short runs: memcheck is some 30 times slower, PoCL's kernel compiler included
   # (test_threads' 1600 calls would take over 10 minutes: ThreadSanitizer covers it; test_random's
   # cases take about 50 s each on 2 cores, so 4 of them: the suite runs 500 without memcheck).
+  # Memcheck runs a process's threads one at a time: the cases run $jobs at once, longest first.
   local -a cases=(
     "args:$t/test_args"
-    "db:$t/test_db"
-    "shared_lib:$t/test_shared_lib"
     "random:$t/test_random --cases 4"
-    "big_index:$t/test_big_index"
+    "shared_lib:$t/test_shared_lib"
+    "db:$t/test_db"
     "example:$dir/plain/clnorm_example_minimal"
+    "big_index:$t/test_big_index"
   )
+  local c name running=0
   for c in "${cases[@]}"; do
-    local name=${c%%:*} cmd=${c#*:} start=$SECONDS out
-    # shellcheck disable=SC2086 # cmd is a command line
-    out=$(valgrind --tool=memcheck --leak-check=full --error-exitcode=99 \
-            --suppressions="$root/tests/valgrind.supp" --num-callers=50 $cmd 2>&1)
-    local r=$?
-    # test_big_index exits 77 where the device cannot hold its buffers: not a memcheck failure
-    if [ $r -eq 0 ] || { [ "$name" = big_index ] && [ $r -eq 77 ]; }; then
-      echo "  valgrind $name: clean ($((SECONDS - start)) s)"
+    name=${c%%:*}
+    rm -f "$dir/valgrind-$name.verdict"
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || true
+      running=$((running - 1))
+    fi
+    valgrind_case "$name" "${c#*:}" &
+    running=$((running + 1))
+  done
+  wait
+  # the verdict files, not the exit statuses, which `wait -n` has already taken for some
+  for c in "${cases[@]}"; do
+    name=${c%%:*}
+    if grep -q ': clean (' "$dir/valgrind-$name.verdict" 2>/dev/null; then
+      cat "$dir/valgrind-$name.verdict"
     else
-      echo "  valgrind $name: FAIL (exit status $r, 99: memcheck errors)"
-      echo "$out" >"$dir/valgrind-$name.log"
-      echo "$out" | grep -v -E '^==[0-9]+==' | tail -n 10
+      [ -f "$dir/valgrind-$name.verdict" ] || echo "  valgrind $name: FAIL (no verdict)"
+      cat "$dir/valgrind-$name.verdict" 2>/dev/null
       failed+=("$name")
       rc=1
     fi
