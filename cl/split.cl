@@ -106,20 +106,24 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
     if (CHUNK_BAD(count, 0.0f, sq)) {
       uint mb;
       CHUNK_MAX_BITS(mb);
-      if (mb == 0u) {
-        ks = K_ZERO;
-      } else if (mb < 0x7F800000u) {
-        ks = scale_exp(mb);
+      /* The group meets the sum's barriers whatever mb is, not under a branch on it: that
+       * branch made PoCL 3.1's work-group compiler abort the process at WG 2 ("Could not find
+       * a dominating alternative variable"; docs/DEVICES.md). */
+      const int scaled = mb != 0u && mb < 0x7F800000u;
+      ks = mb == 0u ? K_ZERO : scaled ? scale_exp(mb) : 0;
+      float q = 0.0f;
+      if (scaled) {
         const float sc = pow2i(ks);
 #define SPLIT_RARE_SQ(i) squarev(SRCV(i) * sc)
-        float q;
         SUM_UNHELD(q, SPLIT_RARE_SQ);
         for (uint i = nvec * VEC + lane; i < count; i += TPR) {
           const float h = SRC1(i) * sc;
           q += h * h;
         }
-        sq = row_sum(q, scratch);
       }
+      q = row_sum(q, scratch);
+      if (scaled)
+        sq = q;
     }
     if (lane == 0) {
       partial[4 * u] = sq;
@@ -135,26 +139,31 @@ split_stats(__global const stype *x, const ulong x_off, const ulong x_stride,
       CHUNK_MAX_BITS(mb);
       /* the pivot too, which need not be in the chunk: (x - pivot) * 2^k must not overflow */
       mb = max(mb, as_uint(pivot) & 0x7FFFFFFFu);
-      if (mb == 0u) {
-        ks = K_ZERO;
-      } else if (mb < 0x7F800000u) {
-        ks = scale_exp(mb);
-        const float sc = pow2i(ks), pv = pivot * sc;
+      /* the sums' barriers met whatever mb is, as in the RMS branch above */
+      const int scaled = mb != 0u && mb < 0x7F800000u;
+      ks = mb == 0u ? K_ZERO : scaled ? scale_exp(mb) : 0;
+      const float sc = scaled ? pow2i(ks) : 1.0f, pv = pivot * sc;
 #define SPLIT_RARE_D(i) (SRCV(i) * sc - pv)
 #define SPLIT_RARE_DD(i) squarev(SRCV(i) * sc - pv - md)
-        float sum;
+      float sum = 0.0f;
+      if (scaled) {
         SUM_UNHELD(sum, SPLIT_RARE_D);
         for (uint i = nvec * VEC + lane; i < count; i += TPR)
           sum += SRC1(i) * sc - pv;
-        const float md = row_sum(sum, scratch) / (float)count;
-        float q;
+      }
+      const float md = row_sum(sum, scratch) / (float)count;
+      float q = 0.0f;
+      if (scaled) {
         SUM_UNHELD(q, SPLIT_RARE_DD);
         for (uint i = nvec * VEC + lane; i < count; i += TPR) {
           const float dd = SRC1(i) * sc - pv - md;
           q += dd * dd;
         }
+      }
+      q = row_sum(q, scratch);
+      if (scaled) {
         st.mean = md;
-        st.m2 = row_sum(q, scratch);
+        st.m2 = q;
       }
     }
     if (lane == 0) {

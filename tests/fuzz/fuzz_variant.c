@@ -180,7 +180,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (cols > RUN_MAX_COLS)
     return 0; /* accepted, but too long a row to run in a fuzz loop */
   const uint64_t key = clnorm__variant_key(op, dtype, &e);
-  if (!built_find(key)) {
+  const int fresh = !built_find(key);
+  if (fresh) {
     if (built_count >= build_budget)
       return 0;
     built[built_count++] = key;
@@ -196,6 +197,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   c.m[OC_Y].offset = (layout >> 2) % 4;
   c.m[OC_X].stride = (layout >> 4) % 4 ? cols + (layout >> 4) % 4 : 0;
   char msg[1024];
+  if (fresh) {
+    /* named before it builds: a compiler that aborts the process (PoCL 3.1 once did, in CI)
+     * leaves no artifact, only this line at the end of the log */
+    char text[512];
+    oc_format(&c, text, sizeof text);
+    fprintf(stderr, "fuzz_variant: building %s\n", text);
+  }
   const oc_result res = oc_run(&h, &c, NULL, msg, sizeof msg);
   if (res == OC_FAIL || (res == OC_UNSUPPORTED && !*msg)) {
     char text[512];
