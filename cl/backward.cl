@@ -63,10 +63,52 @@
  * (BWD_HELD), else read again from the cache for the output (the sums and the row together would
  * spill). */
 #define BWD_HELD (HOLD > 0 && HOLD * VEC <= 32)
-#if BWD_HELD && HOLD * VEC * (DTYPE == 0 ? 4 : 2) <= 32 && (RMS || WG <= 128)
+/* BWD_LACC (NVIDIA, PTX): LayerNorm's 16-bit held rows, kept as 16-bit pairs (RAW16: PACKR), of
+ * more than 128 work-items keep the slot's dgamma and dbeta sums and its columns of gamma in local
+ * memory, each work-item its own vectors (no barrier: no other work-item reads them; 40 KiB a
+ * group at most), not in registers, so that two rows at a time (BWD_RI) still let 2 groups of 256
+ * into a compute unit, as the persistent grid assumes (src/launch.c). In registers the sums are 2
+ * floats a column and the held x and dy of a row 1 register for 2 columns: one row at a time, a
+ * row of 4096 columns took 122 registers and its 512 work-items a compute unit had half the bytes
+ * in flight of a float32 row's; two rows at a time took 162 (one group; H100, 4096 x 4096 0.89x),
+ * where RMSNorm (no dbeta sums) took two at 120, and LayerNorm ran 1.3-1.4x RMSNorm's time (H200,
+ * 16-bit, 4096 x 4096 and 16384 x 4096; float32 1.0-1.1x: docs/PERFORMANCE.md). */
+#if PTX && defined(PACKR) && !RMS && WG > 128 && VEC <= 8 && BWD_HELD && HOLD * VEC * WG <= 4096
+#define BWD_LACC 1
+#else
+#define BWD_LACC 0
+#endif
+#if BWD_HELD && HOLD * VEC * (DTYPE == 0 ? 4 : 2) <= 32 && (RMS || WG <= 128 || BWD_LACC)
 #define BWD_RI 2
 #else
 #define BWD_RI 1
+#endif
+#if BWD_LACC
+/* The sums in planes of float4 (of floatv below 4 lanes): plane j of the work-item's vector k at
+ * (k * LACC_Q + j) * WG + lid, a warp's accesses to one plane contiguous. LACC_GET(a, k): vector
+ * k; LACC_ADD(a, k, v): vector k += v; LACC_ZERO(a, k). Vectors of 16 stay in the registers: in
+ * four planes, PoCL 3.1 corrupted its heap running them (forced on there for the test), which
+ * Oclgrind ran clean. */
+#if VEC == 8
+#define LACC_Q 2
+typedef float4 lacc_t;
+#else
+#define LACC_Q 1
+typedef floatv lacc_t;
+#endif
+#define LACC_AT(a, k, j) (a)[((k) * LACC_Q + (j)) * WG + lid]
+#if VEC == 8
+#define LACC_GET(a, k) ((float8)(LACC_AT(a, k, 0), LACC_AT(a, k, 1)))
+#define LACC_ADD(a, k, v) (LACC_AT(a, k, 0) += (v).lo, LACC_AT(a, k, 1) += (v).hi)
+#else
+#define LACC_GET(a, k) LACC_AT(a, k, 0)
+#define LACC_ADD(a, k, v) (LACC_AT(a, k, 0) += (v))
+#endif
+#define LACC_ZERO(a, k)                                                                            \
+  do {                                                                                             \
+    for (uint j_ = 0; j_ < LACC_Q; j_++)                                                           \
+      LACC_AT(a, k, j_) = (lacc_t)(0.0f);                                                          \
+  } while (0)
 #endif
 #if VEC == 1
 #define PLOAD(p, i) ((p)[(i)])
@@ -80,6 +122,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
          const uint flags, const uint groups) {
   ROW_SCRATCH(2 * WG);
+#if BWD_LACC
+  __local rawv lgam[HOLD * WG];
+  __local lacc_t lacc_g[HOLD * LACC_Q * WG], lacc_b[HOLD * LACC_Q * WG];
+#endif
   /* `groups` groups take part; the grid may hold more (PoCL before 6 gets a fixed grid:
    * docs/DEVICES.md). The test is the same for the whole group, before any barrier. */
   if (get_group_id(0) >= groups)
@@ -97,7 +143,15 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
   const ulong parts = (ulong)groups * RPG;
   __global float *pg = partial + ((ulong)get_group_id(0) * RPG + slot) * cols;
   __global float *pb = pg + parts * cols;
-#if HOLD > 0
+#if BWD_LACC
+  /* the slot's columns of gamma, the same for every row of the slot: loaded once, kept as loaded */
+  for (uint k = 0, i = lane; k < HOLD; k++, i += TPR)
+    lgam[k * WG + lid] = has_gamma && i < nvec_all ? LOADR(gamma, i) : (rawv)(0);
+  for (uint k = 0; k < HOLD; k++) {
+    LACC_ZERO(lacc_g, k);
+    LACC_ZERO(lacc_b, k);
+  }
+#elif HOLD > 0
   floatv acc_g[HOLD], acc_b[HOLD];
   for (uint k = 0; k < HOLD; k++) {
     acc_g[k] = 0.0f;
@@ -124,11 +178,15 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
    * half the bytes of a float row in it), where the registers still let 2 groups in: RMSNorm, or
    * at most 128 work-items (H100: LayerNorm bfloat16 65536 x 512 1.30x, 32768 x 1024 1.21x,
    * RMSNorm 4096 x 4096 1.07x; LayerNorm with 256 work-items took 162 registers against 122 and
-   * 4096 x 4096 ran 0.89x). */
+   * 4096 x 4096 ran 0.89x), and on NVIDIA LayerNorm's 16-bit rows of 256 work-items with the
+   * sums out of the registers (BWD_LACC). */
   for (ulong b = get_group_id(0); b < blocks; b += BWD_RI * (ulong)groups) {
     bool act[BWD_RI];
     ulong rq[BWD_RI];
     float mean_q[BWD_RI], rstd_q[BWD_RI];
+#if BWD_LACC /* arrays indexed by a loop left rolled live on the stack (docs/DEVICES.md) */
+#pragma unroll
+#endif
     for (uint q = 0; q < BWD_RI; q++) {
       const ulong row = (b + q * (ulong)groups) * RPG + slot;
       /* Work-items past the last row still take part in the barriers of the reductions. */
@@ -145,7 +203,14 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
     /* The work-item's vectors of x, dy and gamma, every load issued before any is used (as the
      * forward's HELD_DECL: NVIDIA's compiler otherwise waits for each behind its own branch), and
      * kept as loaded (16-bit pairs under RAW16: half the registers of floats). */
+#if BWD_LACC
+    rawv hx[BWD_RI][HOLD], hd[BWD_RI][HOLD];
+#else
     rawv hx[BWD_RI][HOLD], hd[BWD_RI][HOLD], hg[HOLD];
+#endif
+#if BWD_LACC
+#pragma unroll
+#endif
     for (uint q = 0; q < BWD_RI; q++) {
       const uint nv = act[q] ? nvec_all : 0;
       __global const stype *xr = x + x_off + rq[q] * x_stride;
@@ -155,11 +220,15 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
         hd[q][k] = i < nv ? LOADR(dyr, i) : (rawv)(0);
       }
     }
+#if BWD_LACC
+#define BWD_G(i, k) UNRAW(lgam[(k) * WG + lid])
+#else
     for (uint k = 0, i = lane; k < HOLD; k++, i += TPR)
       hg[k] = has_gamma && i < nvec_all ? LOADR(gamma, i) : (rawv)(0);
+#define BWD_G(i, k) UNRAW(hg[(k)])
+#endif
 #define BWD_X(q, i, k) UNRAW(hx[(q)][(k)])
 #define BWD_DY(q, i, k) UNRAW(hd[(q)][(k)])
-#define BWD_G(i, k) UNRAW(hg[(k)])
 #else
 #define BWD_X(q, i, k) LOADV(xr, (i))
 #define BWD_DY(q, i, k) LOADV(dyr, (i))
@@ -169,6 +238,9 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #define BWD_DYQ(i, k) BWD_DY(q, i, k)
 #define BWD_XQ(i, k) BWD_X(q, i, k)
     float c1q[BWD_RI], c2q[BWD_RI];
+#if BWD_LACC
+#pragma unroll
+#endif
     for (uint q = 0; q < BWD_RI; q++) {
       const uint nvec = act[q] ? nvec_all : 0;
       const uint ncols = act[q] ? cols : 0;
@@ -188,6 +260,9 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
       c2q[q] = sums.y / (float)cols;
 #endif
     }
+#if BWD_LACC
+#pragma unroll
+#endif
     for (uint q = 0; q < BWD_RI && act[q]; q++) {
       const ulong r = rq[q];
       const float mean = mean_q[q], rstd = rstd_q[q], c1 = c1q[q], c2 = c2q[q];
@@ -223,7 +298,10 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
         PREFETCH_V(dyn, i);
         STOREV(dxo, i, rstd * (g - c2 - xhat * c1));
         if (want_w) {
-#if HOLD > 0
+#if BWD_LACC
+          LACC_ADD(lacc_g, k, dv * xhat);
+          LACC_ADD(lacc_b, k, dv);
+#elif HOLD > 0
           acc_g[k] += dv * xhat;
 #if !RMS
           acc_b[k] += dv;
@@ -252,7 +330,14 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #undef BWD_DY
 #undef BWD_G
   }
-#if HOLD > 0
+#if BWD_LACC
+  if (want_w)
+    FOR_VECS(i, k, nvec_all) {
+      PSTORE(pg, i, LACC_GET(lacc_g, k));
+      if (want_b)
+        PSTORE(pb, i, LACC_GET(lacc_b, k));
+    }
+#elif HOLD > 0
   if (want_w)
     FOR_VECS(i, k, nvec_all) {
       PSTORE(pg, i, acc_g[k]);
