@@ -228,10 +228,17 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
        * interleaved rounds: 4096 x 4096 bfloat16 0.88 of copy against 0.93, 16384 x 4096 0.92
        * against 0.94, 32768 x 2048 float16 0.93 against 0.94; LayerNorm's two passes over the
        * held row lose with it, 0.80 against 0.77; docs/PERFORMANCE.md). */
-      const int rms16 = info->is_nvidia && clnorm__op_rms(call->op) && call->dtype != CLNORM_F32;
-      const size_t per = clnorm__op_backward(call->op)        ? (call->dtype == CLNORM_F32 ? 4 : 2)
-                         : call->dtype == CLNORM_F32 || rms16 ? 4
-                                                              : 8;
+      /* The fused add's LayerNorm in 16 bits too, which also loads the residual and stores the
+       * sum: at 4 vectors a work-item, float16 4096 x 4096 ran at 0.98 of copy against 0.78 at 8
+       * (H200, 2026-11-29, variant_ab, 12 interleaved rounds); through the dispatcher at 2048
+       * to 8192 columns, float16 1.10-1.20x, bfloat16 1.00-1.21x (ab_builds.sh, 2 rounds;
+       * docs/PERFORMANCE.md). */
+      const int per4 = info->is_nvidia && !clnorm__op_backward(call->op) &&
+                       call->dtype != CLNORM_F32 &&
+                       (clnorm__op_rms(call->op) || clnorm__op_add(call->op));
+      const size_t per = clnorm__op_backward(call->op)       ? (call->dtype == CLNORM_F32 ? 4 : 2)
+                         : call->dtype == CLNORM_F32 || per4 ? 4
+                                                             : 8;
       unsigned tpr = pow2_ceil((vectors + per - 1) / per);
       tpr = tpr < 32 ? 32 : tpr;
       tpr = tpr > max_wg ? max_wg : tpr;

@@ -105,13 +105,14 @@ int main(void) {
   EXPECT(splits(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 8, 65536) > 1,
          "GPU layernorm_bwd f32 8 x 65536: not split, want a split");
 
-  /* NVIDIA's 16-bit forward at 4096 columns: RMSNorm holds 4 vectors a work-item over 128
-   * work-items a row (one reduction), LayerNorm 8 over 64 (two passes over the held row) */
+  /* NVIDIA's 16-bit forward at 4096 columns: RMSNorm and the fused adds hold 4 vectors a
+   * work-item over 128 work-items a row (one reduction; the residual's sum), LayerNorm 8 over 64
+   * (two passes over the held row) */
   for (int d = CLNORM_F16; d <= CLNORM_BF16; d++) {
     expect_held(&gpu, CLNORM_OP_RMSNORM, (clnorm_dtype)d, 128, 4);
     expect_held(&gpu, CLNORM_OP_ADD_RMSNORM, (clnorm_dtype)d, 128, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM, (clnorm_dtype)d, 64, 8);
-    expect_held(&gpu, CLNORM_OP_ADD_LAYERNORM, (clnorm_dtype)d, 64, 8);
+    expect_held(&gpu, CLNORM_OP_ADD_LAYERNORM, (clnorm_dtype)d, 128, 4);
   }
 
   /* a CPU splits few rows of any length that leave its cores idle */
