@@ -159,14 +159,22 @@ static int image_make(harness *h, image *im, size_t lead, size_t elems, size_t e
   return err == CL_SUCCESS;
 }
 
+/* The case oc_run is running in this thread, named when a transfer fails: a kernel that faults
+ * on a GPU (CL_OUT_OF_RESOURCES at the next blocking read on NVIDIA's OpenCL) ends the process
+ * here, and the log must say which variant it was. */
+static _Thread_local const oc_case *running;
+
 static void image_io(harness *h, image *im, int write) {
   const size_t at = im->lead * im->es, bytes = im->elems * im->es;
   const cl_int err =
       write ? clEnqueueWriteBuffer(h->queue, im->buf, CL_TRUE, at, bytes, im->host, 0, NULL, NULL)
             : clEnqueueReadBuffer(h->queue, im->buf, CL_TRUE, at, bytes, im->host, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
-    printf("op_case: FAIL: clEnqueue%sBuffer of %zu bytes at %zu failed (OpenCL error %d)\n",
-           write ? "Write" : "Read", bytes, at, (int)err);
+    char text[1024] = "(no case)";
+    if (running)
+      oc_format(running, text, sizeof text);
+    printf("op_case: FAIL: clEnqueue%sBuffer of %zu bytes at %zu failed (OpenCL error %d) in %s\n",
+           write ? "Write" : "Read", bytes, at, (int)err, text);
     exit(1);
   }
 }
@@ -320,6 +328,7 @@ fail(run_state *s, const char *fmt, ...) {
 
 oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, size_t msg_size) {
   run_state s = {c, msg, msg_size, 0};
+  running = c;
   if (msg_size)
     msg[0] = '\0';
   oc_errors e = {-1.0, -1.0, -1.0, -1.0, -1.0};
@@ -697,5 +706,6 @@ done:
   free(frstd), free(gotv), free(ref), free(rmean), free(rrstd), free(rdg), free(rdb);
   if (measured)
     *measured = e;
+  running = NULL;
   return result;
 }
