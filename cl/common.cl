@@ -914,7 +914,9 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
 
 /* out = the sum of TERM(i) and out2 = the sum of its squares over the work-item's vectors of the
  * row, as SUM_UNHELD; two accumulators of each and blocks of 64 vectors, so that every partial
- * sum takes at most 32 terms (LayerNorm's one-pass variance scales their rounding). */
+ * sum takes at most 32 terms (LayerNorm's one-pass variance scales their rounding). The squares
+ * go through squarev, which clang does not contract into an FMA with the add: on x86 a square of
+ * a subnormal then rounds to 0 without the microcode assist an FMA takes (issue 25 point 4). */
 #define SUM2_UNHELD(out, out2, TERM)                                                               \
   do {                                                                                             \
     floatv tot_ = 0.0f, comp_ = 0.0f, tot2_ = 0.0f, comp2_ = 0.0f;                                 \
@@ -926,13 +928,13 @@ inline floatv rb_putv(__private float *b, uint i, floatv v) {
         const floatv d0_ = TERM(i), d1_ = TERM(i + TPR);                                           \
         a0_ += d0_;                                                                                \
         a1_ += d1_;                                                                                \
-        q0_ += d0_ * d0_;                                                                          \
-        q1_ += d1_ * d1_;                                                                          \
+        q0_ += squarev(d0_);                                                                       \
+        q1_ += squarev(d1_);                                                                       \
       }                                                                                            \
       for (; i < end_; i += TPR) {                                                                 \
         const floatv d0_ = TERM(i);                                                                \
         a0_ += d0_;                                                                                \
-        q0_ += d0_ * d0_;                                                                          \
+        q0_ += squarev(d0_);                                                                       \
       }                                                                                            \
       KAHAN_ADD(tot_, comp_, a0_ + a1_);                                                           \
       KAHAN_ADD(tot2_, comp2_, q0_ + q1_);                                                         \

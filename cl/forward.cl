@@ -6,6 +6,27 @@
  * their one-pass variance (HOLD == 0 below). */
 #define LN_ONE_PASS_K 2.0f
 
+/* TINY (issue 25 point 4): the CPU shape (one work-item a row, not held; float32 and bfloat16,
+ * whose values go down to 2^-149) with a sum of squares of d: x for RMSNorm, x - pivot (or the
+ * second pass's d - mean_d) for LayerNorm's two-pass statistics. On x86 a multiplication with a
+ * subnormal operand and a nonzero product takes a microcode assist of about 100 cycles
+ * (docs/DEVICES.md), one a vector for y's h * rstd in a subnormal row. In a tiny row (every
+ * |d| < 2^-64) the output loop scales h by 2^64 with integer operations and multiplies it by
+ * rstd 2^-64 instead: the same product rounded once, the same bits, without the assist (an
+ * output that is itself subnormal still takes one). */
+#define TINY (TPR == 1 && HOLD == 0 && DTYPE != 1 && (RMS || STATS != 0))
+#if TINY
+/* v 2^64 for |v| < 2^63, exact, with no floating-point operation on a subnormal: a subnormal's
+ * bits as an integer are |v| 2^149, converted exactly; a normal's exponent field gets 64 more. */
+inline floatv scale_up64(floatv v) {
+  const uintv b = CAT(as_uint, VSUFFIX)(v), mag = b & 0x7FFFFFFFu;
+  const floatv sub = CAT(convert_float, VSUFFIX)(CAT(as_int, VSUFFIX)(mag)) * 0x1p-85f;
+  const floatv nrm = CAT(as_float, VSUFFIX)(mag + 0x20000000u);
+  const floatv r = select(nrm, sub, CAT(as_int, VSUFFIX)(mag) < 0x00800000);
+  return CAT(as_float, VSUFFIX)(CAT(as_uint, VSUFFIX)(r) | (b & 0x80000000u));
+}
+#endif
+
 /* What the two ops' kernels differ by besides their statistics: the name, LayerNorm's beta and
  * mean arguments, its scratch for three floats a work-item (row_stats), and y from the row's
  * value h: (h - mean) * rstd, plus beta, or h * rstd. */
@@ -15,6 +36,7 @@
 #define MEAN_ARG
 #define FWD_SCRATCH WG
 #define NORMED(h) h * rstd
+#define NORMED_TINY(h) scale_up64(h) * rstd_s
 #define PLUS_BETA(o, i, k)
 #define PLUS_BETA1(o, i)
 #else
@@ -23,6 +45,7 @@
 #define MEAN_ARG __global float *mean_out,
 #define FWD_SCRATCH 3 * WG
 #define NORMED(h) (h - pivot - mean_d) * rstd
+#define NORMED_TINY(h) scale_up64(h - pivot - mean_d) * rstd_s
 #define PLUS_BETA(o, i, k)                                                                         \
   if (has_beta)                                                                                    \
     o += BETA_V(bo, i, k);
@@ -256,6 +279,12 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
 #else
     const bool rare = active && (RARE_ROW(var, eps) || !isfinite(mean_d));
 #endif
+#if TINY
+    /* A square of 2^-64 or more is at least 2^-128, and so is any sum with it. A tiny row with
+     * eps below 2^-100 is rare (above); rstd_s = rstd 2^-64 is exact for eps < 2^64. */
+    const bool tiny = sq < 0x1p-128f && eps < 0x1p64f;
+    const float rstd_s = rstd * 0x1p-64f;
+#endif
     if (!active)
       continue;
     if (!rare) {
@@ -302,10 +331,10 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
       __global stype *const so = sr + head;
 #endif
       /* the output loop; HV(i, k): the row's vector i (k: its slot when held) */
-#define FWD_OUT(HV)                                                                                \
+#define FWD_OUT2(HV, NORM)                                                                         \
   FOR_VECS(i, k, nvo) {                                                                            \
     const floatv h = HV(i, k);                                                                     \
-    floatv o = NORMED(h);                                                                          \
+    floatv o = NORM(h);                                                                            \
     if (has_gamma)                                                                                 \
       o *= GAMMA_V(go, i, k);                                                                      \
     PLUS_BETA(o, i, k)                                                                             \
@@ -313,7 +342,13 @@ FWD_KERNEL(__global const stype *x, const ulong x_off, const ulong x_stride,
     PREFETCH_V(xn, i);                                                                             \
     STOREV(yo, i, o);                                                                              \
   }
+#define FWD_OUT(HV) FWD_OUT2(HV, NORMED)
 #define FWD_ROWV(i, k) HELD_GET_AT(xo, ro, i, k)
+#if TINY
+      if (tiny)
+        FWD_OUT2(FWD_ROWV, NORMED_TINY)
+      else
+#endif
 #if RB
 #define FWD_BUFV(i, k) RB_GETV(rbuf + head, i)
       if (rb)

@@ -116,7 +116,7 @@ void oc_format(const oc_case *c, char *buf, size_t size) {
     }
   if (oc_is_add(c->op) && (c->absent & OC_ABSENT_SUM))
     PUT("%ssum_out", none ? " NULL:" : ",");
-  PUT(" data=%s", c->extreme ? "extreme" : data_name[c->data]);
+  PUT(" data=%s", c->extreme == 2 ? "subnormal" : c->extreme ? "extreme" : data_name[c->data]);
   if (c->base)
     PUT(" base=%zu", c->base);
   if (c->bad_row >= 0)
@@ -279,6 +279,46 @@ static void extreme_rows(clnorm_rng *rng, const oc_case *c, float *x, float *res
   }
 }
 
+/* Subnormal rows (issue 25, point 4; oc_case.extreme 2), by r % 6, with lo the dtype's smallest
+ * subnormal (float32 2^-149, bfloat16 2^-133, float16 2^-24) and sn its smallest normal: every
+ * value subnormal, log-uniform in [lo, sn) with random signs; every value subnormal, uniform in
+ * (0, sn); a quarter subnormal (every fourth element, the first included: LayerNorm's pivot) among
+ * N(0,1); N(0,1) 2^-90 (float16: 2^-18), normal values whose squares underflow; N(0,1) 2^-64
+ * (float16: 2^-10), across the bound of the CPU kernels' tiny rows (cl/forward.cl, TINY); every
+ * value subnormal but one of 2^-70 (float16: 2^-13). The residual of the add ops: the same
+ * pattern, drawn again. */
+static double subnormal_value(clnorm_rng *rng, size_t r, size_t i, int dt) {
+  const int f16 = dt == CLNORM_REF_F16;
+  const double lo = f16 ? 0x1p-24 : dt == CLNORM_REF_BF16 ? 0x1p-133 : 0x1p-149;
+  const double sn = f16 ? 0x1p-14 : 0x1p-126;
+  const double sub = lo * pow(sn / lo, clnorm_rng_uniform(rng));
+  const double sign = clnorm_rng_uniform(rng) < 0.5 ? -1.0 : 1.0;
+  switch (r % 6) {
+  case 0:
+    return sign * sub;
+  case 1:
+    return sn * clnorm_rng_uniform(rng);
+  case 2:
+    return i % 4 ? clnorm_rng_normal(rng) : sign * sub;
+  case 3:
+    return ldexp(clnorm_rng_normal(rng), f16 ? -18 : -90);
+  case 4:
+    return ldexp(clnorm_rng_normal(rng), f16 ? -10 : -64);
+  default:
+    return i == r % 7 ? ldexp(sign, f16 ? -13 : -70) : sign * sub;
+  }
+}
+
+static void subnormal_rows(clnorm_rng *rng, const oc_case *c, float *x, float *res) {
+  const int dt = (int)c->dtype;
+  for (size_t r = 0; r < c->rows; r++)
+    for (size_t i = 0; i < c->cols; i++) {
+      x[r * c->cols + i] = clnorm_ref_store((float)subnormal_value(rng, r, i, dt), dt);
+      if (oc_is_add(c->op))
+        res[r * c->cols + i] = clnorm_ref_store((float)subnormal_value(rng, r, i, dt), dt);
+    }
+}
+
 static size_t eff_stride(const oc_case *c, int role) {
   return c->m[role].stride ? c->m[role].stride : c->cols;
 }
@@ -370,8 +410,10 @@ oc_result oc_run(harness *h, const oc_case *c, oc_errors *measured, char *msg, s
   draw_values(&rng, x, n, c->data, c->dtype);
   if (add)
     draw_values(&rng, res, n, c->data, c->dtype);
-  if (c->extreme)
+  if (c->extreme == 1)
     extreme_rows(&rng, c, x, res);
+  else if (c->extreme == 2)
+    subnormal_rows(&rng, c, x, res);
   if (bwd)
     draw_values(&rng, dy, n, OC_NORMAL, c->dtype);
   for (size_t i = 0; i < cols; i++) {

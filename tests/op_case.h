@@ -61,7 +61,7 @@ typedef struct oc_case {
   unsigned absent;         /* optional operands passed as NULL: 1 << OC_GAMMA, ..., OC_ABSENT_SUM */
   oc_data data;
   int extreme;  /* 1: rows of every magnitude the dtype holds, in place of `data` (op_case.c:
-                   extreme_rows; issue 25) */
+                   extreme_rows; issue 25); 2: subnormal rows (subnormal_rows) */
   long bad_row; /* >= 0: this row holds a non-finite value at bad_col */
   size_t bad_col;
   int bad_kind;   /* 0 NaN, 1 +Inf, 2 -Inf */

@@ -22,9 +22,14 @@
  * 1001 (vector tails), and 4 x 16384 for the split-row kernels (variants with one row per group).
  * Checked by oc_run with op_case.h's tolerances, forward and backward.
  *
+ * Subnormal rows (issue 25, point 4; op_case.c, subnormal_rows): the same, in six patterns of
+ * subnormal and tiny values, eps 1e-5 and 1, 24 x 768, 6 x 1001 and 6 x 16384 (split), without
+ * beta (beside it, LayerNorm's y of such rows would not count).
+ *
  *   test_numerics                         the layouts above
  *   test_numerics extreme [OP [DTYPE [ROWSxCOLS]]]    rows of every magnitude (of OP, of DTYPE,
- *                                                  in one layout: 64x768, 8x1001 or 4x16384) */
+ *                                                  in one layout: 64x768, 8x1001 or 4x16384)
+ *   test_numerics subnormal [OP [DTYPE [ROWSxCOLS]]]  subnormal rows (24x768, 6x1001, 6x16384) */
 #include "harness.h"
 #include "op_case.h"
 
@@ -199,11 +204,13 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
   free(ref_rstd);
 }
 
-/* Rows of every magnitude: one layout of one op and dtype, through the dispatcher and the first
- * and last variant of each family that takes it (split: only the variants with one row per
- * group), eps 0 and 1e-5. */
+/* Rows of every magnitude (kind 1; subnormal rows: kind 2): one layout of one op and dtype,
+ * through the dispatcher and the first and last variant of each family that takes it (split: only
+ * the variants with one row per group), eps 0 and 1e-5 (subnormal rows: 1 and 1e-5, where
+ * float32's y is subnormal too; with eps 0 their rstd may exceed FLT_MAX). */
 static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
-                        int split, size_t *runs) {
+                        int split, int kind, size_t *runs) {
+  const float eps1 = kind == 2 ? 1.0f : 0.0f;
   const size_t nv = clnorm_variant_list(h->ctx, op, dtype, NULL, 0);
   clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
   clnorm_variant_list(h->ctx, op, dtype, vars, nv);
@@ -211,8 +218,9 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
   unsigned char first_seen[FAMILIES] = {0}, last_seen[FAMILIES] = {0};
   oc_case c;
   oc_default(&c, op, dtype, rows, cols);
-  c.extreme = 1;
-  c.eps = 0.0f;
+  c.extreme = kind;
+  if (kind == 2) /* beta would hide LayerNorm's tiny y (y + beta == beta) */
+    c.absent |= 1u << OC_BETA;
   size_t variants = 0, failed = 0;
   for (int pass = 0; pass < 2; pass++)
     for (size_t j = 0; j < nv; j++) {
@@ -224,7 +232,7 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
       c.forced = 1;
       c.variant = vars[k];
       for (int e = 0; e < 2; e++) {
-        c.eps = e == 0 ? 0.0f : 1e-5f;
+        c.eps = e == 0 ? eps1 : 1e-5f;
         char msg[512], text[1024];
         const oc_result res = oc_run(h, &c, NULL, msg, sizeof msg);
         if (res == OC_UNSUPPORTED)
@@ -244,7 +252,7 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
     }
   c.forced = 0;
   for (int e = 0; e < 2; e++) {
-    c.eps = e == 0 ? 0.0f : 1e-5f;
+    c.eps = e == 0 ? eps1 : 1e-5f;
     char msg[512], text[1024];
     (*runs)++;
     if (oc_run(h, &c, NULL, msg, sizeof msg) != OC_PASS) {
@@ -253,10 +261,10 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
       failed++;
     }
   }
-  printf("  %-13s %-4s every magnitude %zux%zu%s: dispatcher and %zu of %zu variants, eps 0 and "
-         "1e-5: %zu failed\n",
-         clnorm_op_name(op), clnorm_dtype_name(dtype), rows, cols, split ? " (split)" : "",
-         variants, nv, failed);
+  printf("  %-13s %-4s %s %zux%zu%s: dispatcher and %zu of %zu variants, eps %g and 1e-5: %zu "
+         "failed\n",
+         clnorm_op_name(op), clnorm_dtype_name(dtype), kind == 2 ? "subnormal" : "every magnitude",
+         rows, cols, split ? " (split)" : "", variants, nv, (double)eps1, failed);
   fflush(stdout);
   free(chosen);
   free(vars);
@@ -266,7 +274,10 @@ int main(int argc, char **argv) {
   harness h;
   harness_open(&h, "test_numerics");
   size_t runs = 0;
-  const int extreme = argc > 1 && strcmp(argv[1], "extreme") == 0;
+  const int extreme = argc < 2                            ? 0
+                      : strcmp(argv[1], "extreme") == 0   ? 1
+                      : strcmp(argv[1], "subnormal") == 0 ? 2
+                                                          : 0;
   for (int o = 0; o < 2 && !extreme; o++) {
     const clnorm_op op = o == 0 ? CLNORM_OP_LAYERNORM : CLNORM_OP_RMSNORM;
     const size_t nv = clnorm_variant_list(h.ctx, op, CLNORM_F32, NULL, 0);
@@ -287,7 +298,8 @@ int main(int argc, char **argv) {
   static const struct {
     size_t rows, cols;
     int split;
-  } extreme_layouts[] = {{64, 768, 0}, {8, 1001, 0}, {4, 16384, 1}};
+  } extreme_layouts[] = {{64, 768, 0}, {8, 1001, 0}, {4, 16384, 1}},
+    subnormal_layouts[] = {{24, 768, 0}, {6, 1001, 0}, {6, 16384, 1}};
   for (int o = 0; o < CLNORM_OP_COUNT && extreme; o++)
     for (int d = 0; d < 3; d++) {
       const clnorm_op op = (clnorm_op)o;
@@ -296,19 +308,22 @@ int main(int argc, char **argv) {
           (argc > 3 && strcmp(argv[3], clnorm_dtype_name(dtype)) != 0))
         continue;
       for (size_t l = 0; l < sizeof extreme_layouts / sizeof extreme_layouts[0]; l++) {
+        const size_t rows = extreme == 2 ? subnormal_layouts[l].rows : extreme_layouts[l].rows;
+        const size_t cols = extreme == 2 ? subnormal_layouts[l].cols : extreme_layouts[l].cols;
         char name[48];
-        snprintf(name, sizeof name, "%zux%zu", extreme_layouts[l].rows, extreme_layouts[l].cols);
+        snprintf(name, sizeof name, "%zux%zu", rows, cols);
         if (argc > 4 && strcmp(argv[4], name) != 0)
           continue;
-        run_extreme(&h, op, dtype, extreme_layouts[l].rows, extreme_layouts[l].cols,
-                    extreme_layouts[l].split, &runs);
+        run_extreme(&h, op, dtype, rows, cols, extreme_layouts[l].split, extreme, &runs);
       }
     }
   if (extreme && runs == 0)
-    harness_fail("test_numerics extreme: no op, dtype and layout match the arguments");
+    harness_fail("test_numerics %s: no op, dtype and layout match the arguments",
+                 extreme == 2 ? "subnormal" : "extreme");
   harness_close(&h);
   if (extreme)
-    printf("test_numerics extreme: rows of every magnitude, %zu runs: %s (%d failures)\n", runs,
+    printf("test_numerics %s, %zu runs: %s (%d failures)\n",
+           extreme == 2 ? "subnormal: subnormal rows" : "extreme: rows of every magnitude", runs,
            harness_failures ? "FAIL" : "PASS", harness_failures);
   else
     printf("test_numerics: %zu layouts x 2 ops, %zu runs: %s (%d failures)\n",
