@@ -2,4 +2,5 @@
  * Input: none; kernel sources 550d791003cd6e8e.
  * One entry a line: CLNORM_BUILTIN(vendor id, device name ("": the vendor's default),
  * driver family, architecture, op, dtype, cols, row class, wg, tpr, vec, hold, reduce,
- * stats) */
+ * stats, and the least and largest row counts where it did not lose to the heuristic)
+ */

@@ -186,14 +186,13 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   }
   /* The table levels, in order; each entry re-checked against the device and the call. Entries
    * are copied under the lock: the table may be replaced meanwhile. */
-  const unsigned row_class = clnorm__row_class(call->rows);
   clnorm_variant found[LEVELS];
   int have[LEVELS] = {0};
   clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int l = 0; l < LEVELS; l++) {
     const clnorm_table *table = &ctx->tables[levels[l / 2].table];
     const clnorm_tuned *t = clnorm__tuned_find(table->rows, table->count, call->op, call->dtype,
-                                               call->cols, row_class, l % 2 == 0);
+                                               call->cols, call->rows, l % 2 == 0);
     if (t) {
       found[l] = t->variant;
       have[l] = 1;
@@ -213,13 +212,18 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   return clnorm__heuristic_pick(ctx, call, eff, prog);
 }
 
-/* The info log: one line per op, dtype, cols and row class; again: the choice after a launch
- * failure, printed whatever was printed before. */
+/* The info log: one line per op, dtype, cols, row class and choice (a winner stands only near
+ * the row counts where it won, so two row counts of a class may be chosen differently: each
+ * choice is named once); again: the choice after a launch failure, printed whatever was printed
+ * before. */
 void clnorm__log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
                         clnorm_choice why, int again) {
-  const uint64_t key = ((uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
-                        (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows)) +
-                       1;
+  const uint64_t shape = (uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
+                         (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows);
+  /* a slot's key; a collision only leaves a line out */
+  uint64_t key = shape ^ (clnorm__variant_key(call->op, call->dtype, v) + (uint64_t)why) *
+                             0x9e3779b97f4a7c15ull;
+  key = key ? key : 1;
   int fresh = 0;
   clnorm__mutex_lock(&ctx->lock);
   for (size_t i = key % CLNORM_LOGGED, n = 0; n < CLNORM_LOGGED; i = (i + 1) % CLNORM_LOGGED, n++) {

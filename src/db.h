@@ -84,6 +84,9 @@ typedef struct clnorm_result {
   double median_s, min_s, gbps, max_err; /* an "ok" result has finite median_s, min_s > 0 */
   int64_t measured_at;                   /* unix time; 0 in put means now */
   char clnorm_version[16];               /* "" in put means this build's version */
+  /* clnorm__db_winners and _winner_rows only (ignored by put): the least and the largest row
+   * count at which this winner was measured not to lose (clnorm__db_winner_rows) */
+  uint64_t rows_lo, rows_hi;
 } clnorm_result;
 
 /* Rows the last clnorm__db_list or clnorm__db_winners skipped because this build cannot use them
@@ -151,9 +154,9 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
 /* This device's tuned table: for each (op, dtype, cols, row class), the "ok" result with the
  * smallest median among those of exactly this identity and this kernel hash, unless the shape's
  * A/B results (clnorm_ab) choose another: then that one (the heuristic's variant when any of
- * them kept it). *out receives a
- * malloc'ed array the caller frees (NULL when *count is 0), sorted by op, dtype, cols, row class.
- * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
+ * them kept it), with the row counts where it stands (rows_lo, rows_hi: clnorm__db_winner_rows).
+ * *out receives a malloc'ed array the caller frees (NULL when *count is 0), sorted by op, dtype,
+ * cols, row class. CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
                                  uint64_t kernel_hash, clnorm_result **out, size_t *count,
                                  char *err, size_t err_size);
@@ -217,6 +220,16 @@ typedef int (*clnorm_db_ab_fn)(void *user, const clnorm_ab *ab);
 clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
                                  const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
                                  char *err, size_t err_size);
+
+/* Sets rows_lo and rows_hi of each of winners[0..count) (winners of `device`, as
+ * clnorm__db_winners returns them, sorted by op, dtype, cols, row class) from one listing of the
+ * device's A/B results: the least and the largest row count of the shape whose A/B chose that
+ * winner's variant (a candidate that won; the heuristic's variant that was kept). A winner that no
+ * A/B chose (a database or export without A/B results) gets the row count it was measured at,
+ * its `rows`. Statuses as clnorm__db_list_ab. */
+clnorm_status clnorm__db_winner_rows(clnorm_db *db, const clnorm_device_identity *device,
+                                     clnorm_result *winners, size_t count, char *err,
+                                     size_t err_size);
 
 /* Stores the device's copy bandwidth (GB/s, bytes read + written per second, as
  * tool_copy_gbps) measured over `bytes` bytes, replacing the one stored.

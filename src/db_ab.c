@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -118,4 +119,60 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
     }
   }
   return clnorm__db_end_listing(db, st, rc, "listing the A/B results", err, err_size);
+}
+
+/* The winners whose rows clnorm__db_winner_rows sets. */
+typedef struct winner_rows {
+  clnorm_result *winners;
+  size_t count;
+} winner_rows;
+
+static int same_variant(const clnorm_variant *a, const clnorm_variant *b) {
+  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
+         a->reduce == b->reduce && a->stats == b->stats;
+}
+
+static int winner_key_cmp(const void *pa, const void *pb) {
+  const clnorm_result *a = pa, *b = pb;
+  const uint64_t ka[] = {a->op, a->dtype, a->cols, a->row_class};
+  const uint64_t kb[] = {b->op, b->dtype, b->cols, b->row_class};
+  for (int i = 0; i < 4; i++)
+    if (ka[i] != kb[i])
+      return ka[i] < kb[i] ? -1 : 1;
+  return 0;
+}
+
+static int widen_rows(void *user, const clnorm_ab *ab) {
+  const winner_rows *w = user;
+  clnorm_result key;
+  memset(&key, 0, sizeof key);
+  key.op = ab->op;
+  key.dtype = ab->dtype;
+  key.cols = ab->cols;
+  key.row_class = ab->row_class;
+  clnorm_result *r = bsearch(&key, w->winners, w->count, sizeof *r, winner_key_cmp);
+  if (!r || r->kernel_hash != ab->kernel_hash ||
+      !same_variant(&r->variant, ab->kept_heuristic ? &ab->heuristic : &ab->candidate))
+    return 0;
+  if (r->rows_lo == 0 || ab->rows < r->rows_lo)
+    r->rows_lo = ab->rows;
+  if (ab->rows > r->rows_hi)
+    r->rows_hi = ab->rows;
+  return 0;
+}
+
+clnorm_status clnorm__db_winner_rows(clnorm_db *db, const clnorm_device_identity *device,
+                                     clnorm_result *winners, size_t count, char *err,
+                                     size_t err_size) {
+  for (size_t i = 0; i < count; i++)
+    winners[i].rows_lo = winners[i].rows_hi = 0;
+  winner_rows w = {winners, count};
+  const clnorm_status st =
+      count ? clnorm__db_list_ab(db, device, &winners[0].kernel_hash, widen_rows, &w, err,
+                                 err_size)
+            : CLNORM_OK;
+  for (size_t i = 0; i < count; i++)
+    if (winners[i].rows_lo == 0) /* no A/B chose it: where it was measured */
+      winners[i].rows_lo = winners[i].rows_hi = winners[i].rows;
+  return st;
 }

@@ -174,6 +174,11 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
   }
   if (c.count > 1)
     qsort(c.items, c.count, c.size, shape_cmp);
+  status = clnorm__db_winner_rows(db, device, c.items, c.count, err, err_size);
+  if (status != CLNORM_OK) {
+    free(c.items);
+    return status;
+  }
   *out = c.items;
   *count = c.count;
   return CLNORM_OK;

@@ -106,13 +106,17 @@ typedef struct clnorm_program {
   struct clnorm_program *next;
 } clnorm_program;
 
-/* One row of the tuned table: the winner for an op, dtype, cols and row class. */
+/* One row of the tuned table: the winner for an op, dtype, cols and row class, and the least and
+ * largest row counts of the class at which it was measured not to lose to the heuristic (its A/B
+ * results; without them, the row count it was measured at): clnorm__tuned_find uses it only at
+ * row counts within CLNORM_ROWS_NEAR_RATIO of that range. */
 typedef struct clnorm_tuned {
   clnorm_op op;
   clnorm_dtype dtype;
   size_t cols;
   unsigned row_class;
   clnorm_variant variant;
+  size_t rows_lo, rows_hi;
 } clnorm_tuned;
 
 /* A shipped winner (src/builtin_table.h, written by `normtune builtin`): for the device of this
@@ -354,9 +358,15 @@ void clnorm__builtin_use(clnorm_ctx *ctx, const clnorm_builtin *table, size_t co
 /* The system database's path: 1 with it in buf, 0 when there is none ($CLNORM_SYSTEM_DB empty,
  * or no path compiled in). */
 int clnorm__system_db_path(char *buf, size_t size);
+/* How far (a factor) from the row counts where a winner did not lose it is still used. */
+#define CLNORM_ROWS_NEAR_RATIO 2
+/* 1 when t is used at `rows` (of its row class): within CLNORM_ROWS_NEAR_RATIO of t's rows_lo to
+ * rows_hi. */
+int clnorm__tuned_stands(const clnorm_tuned *t, size_t rows);
+/* The row counts of t's class at which it stands, first to last: 0 when there are none. */
+int clnorm__tuned_rows_used(const clnorm_tuned *t, size_t *first, size_t *last);
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
-                                       clnorm_dtype dtype, size_t cols, unsigned row_class,
-                                       int exact);
+                                       clnorm_dtype dtype, size_t cols, size_t rows, int exact);
 /* Drops the user's tables, this driver's and other drivers' (the dispatcher falls back to the
  * system database, the built-in table and the heuristic):
  * normtune bench, when its --db cannot be read, must not run the default database's winners. */

@@ -5,6 +5,7 @@
 #include "db.h"
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,17 @@
 /* Winners we ship: src/builtin_table.h, written by `normtune builtin` (docs/tuned/README.md). */
 static const clnorm_builtin builtin_table[] = {
 #define CLNORM_BUILTIN(vendor_id, device, family, arch, op, dtype, cols, row_class, wg, tpr, vec,   \
-                       hold, reduce, stats)                                                        \
-  {vendor_id, device, family, arch, {op, dtype, cols, row_class, {wg, tpr, vec, hold, reduce, stats}}},
+                       hold, reduce, stats, rows_lo, rows_hi)                                      \
+  {vendor_id,                                                                                      \
+   device,                                                                                         \
+   family,                                                                                         \
+   arch,                                                                                           \
+   {op, dtype, cols, row_class, {wg, tpr, vec, hold, reduce, stats}, rows_lo, rows_hi}},
 #include "builtin_table.h"
 #undef CLNORM_BUILTIN
     {0, NULL, NULL, NULL,
-     {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0,
-      {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}}} /* end */
+     {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0, {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+      0, 0}} /* end */
 };
 
 static int tuned_cmp(const void *pa, const void *pb) {
@@ -129,24 +134,63 @@ static double log_distance(size_t a, size_t b) {
  * is measured at its own cols, and one beyond the tuned range says nothing of cols far off. */
 #define NEAREST_ONE_SIDED_RATIO 2.0
 
-/* exact: the entry of exactly this shape, or NULL. Otherwise, among the entries of the same op,
- * dtype, row class and divisibility, the neighbours below and above cols: both present, their
- * entry when the two chose the same variant (the call lies between two tuned cols that agree),
- * else NULL, since where they disagree neither was measured to beat the heuristic here (on the
- * H100, LayerNorm f32 512 x 24576 ran 3.5% slower with the winner of 32768 cols than with the
- * heuristic, whose variant had won at 16384); one present, its entry when its cols is within
- * NEAREST_ONE_SIDED_RATIO of the call's. */
+int clnorm__tuned_stands(const clnorm_tuned *t, size_t rows) {
+  /* in doubles: rows_hi * ratio must not wrap */
+  return (double)rows * CLNORM_ROWS_NEAR_RATIO >= (double)t->rows_lo &&
+         (double)rows <= (double)t->rows_hi * CLNORM_ROWS_NEAR_RATIO;
+}
+
+/* The least row count whose class is at least row_class (clnorm__row_class is monotonic). */
+static size_t class_first(unsigned row_class) {
+  size_t lo = 1, hi = SIZE_MAX;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (clnorm__row_class(mid) >= row_class)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+int clnorm__tuned_rows_used(const clnorm_tuned *t, size_t *first, size_t *last) {
+  size_t a = class_first(t->row_class), b = class_first(t->row_class + 1);
+  b = clnorm__row_class(b) > t->row_class ? b - 1 : b;
+  const size_t near_lo = (t->rows_lo + CLNORM_ROWS_NEAR_RATIO - 1) / CLNORM_ROWS_NEAR_RATIO;
+  const size_t near_hi =
+      t->rows_hi > SIZE_MAX / CLNORM_ROWS_NEAR_RATIO ? SIZE_MAX : t->rows_hi * CLNORM_ROWS_NEAR_RATIO;
+  a = near_lo > a ? near_lo : a;
+  b = near_hi < b ? near_hi : b;
+  *first = a;
+  *last = b;
+  return a <= b;
+}
+
+/* exact: the entry of exactly this shape when it stands at `rows`, else NULL. Otherwise, when the
+ * table has no entry of this cols (one that does not stand at these rows makes the call untuned
+ * at this level: its own cols says nothing here, its neighbours' less), among the entries of the
+ * same op, dtype, row class and divisibility, the neighbours below and above cols, each used only
+ * where it stands at `rows`: both present, their entry when the two chose the same variant (the
+ * call lies between two tuned cols that agree) and both stand, else NULL, since where they
+ * disagree neither was measured to beat the heuristic here (on the H100, LayerNorm f32
+ * 512 x 24576 ran 3.5% slower with the winner of 32768 cols than with the heuristic, whose
+ * variant had won at 16384); one present, its entry when it stands and its cols is within
+ * NEAREST_ONE_SIDED_RATIO of the call's. A winner is measured at its own row counts: on PoCL,
+ * RMSNorm 512 x 1024 ran the winner of 2048 rows (the same class) at 0.84x of the heuristic. */
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
-                                       clnorm_dtype dtype, size_t cols, unsigned row_class,
-                                       int exact) {
-  const clnorm_tuned key = {op, dtype, cols, row_class, {0, 0, 0, 0, 0, 0}};
+                                       clnorm_dtype dtype, size_t cols, size_t rows, int exact) {
+  const unsigned row_class = clnorm__row_class(rows);
+  const clnorm_tuned key = {op, dtype, cols, row_class, {0, 0, 0, 0, 0, 0}, 0, 0};
+  const clnorm_tuned *own = count ? bsearch(&key, table, count, sizeof *table, tuned_cmp) : NULL;
   if (exact)
-    return count ? bsearch(&key, table, count, sizeof *table, tuned_cmp) : NULL;
+    return own && clnorm__tuned_stands(own, rows) ? own : NULL;
+  if (own)
+    return NULL;
   const unsigned want = divisibility(cols);
   const clnorm_tuned *below = NULL, *above = NULL;
   for (size_t i = 0; i < count; i++) {
     const clnorm_tuned *t = &table[i];
-    if (t->op != op || t->dtype != dtype || t->row_class != row_class || t->cols == cols ||
+    if (t->op != op || t->dtype != dtype || t->row_class != row_class ||
         divisibility(t->cols) != want)
       continue;
     if (t->cols < cols && (!below || t->cols > below->cols))
@@ -156,12 +200,16 @@ const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, 
   }
   if (below && above)
     return clnorm__variant_key(op, dtype, &below->variant) ==
-                   clnorm__variant_key(op, dtype, &above->variant)
+                       clnorm__variant_key(op, dtype, &above->variant) &&
+                   clnorm__tuned_stands(below, rows) && clnorm__tuned_stands(above, rows)
                ? (log_distance(below->cols, cols) <= log_distance(above->cols, cols) ? below
                                                                                        : above)
                : NULL;
   const clnorm_tuned *only = below ? below : above;
-  return only && log_distance(only->cols, cols) <= NEAREST_ONE_SIDED_RATIO ? only : NULL;
+  return only && log_distance(only->cols, cols) <= NEAREST_ONE_SIDED_RATIO &&
+                 clnorm__tuned_stands(only, rows)
+             ? only
+             : NULL;
 }
 
 /* results as a sorted table (malloc'd; NULL when count is 0 or out of memory). */
@@ -173,6 +221,8 @@ static clnorm_tuned *to_table(const clnorm_result *results, size_t count) {
     table[i].cols = (size_t)results[i].cols;
     table[i].row_class = results[i].row_class;
     table[i].variant = results[i].variant;
+    table[i].rows_lo = (size_t)results[i].rows_lo;
+    table[i].rows_hi = (size_t)results[i].rows_hi;
   }
   if (table) /* qsort's array may not be NULL, even for no elements */
     qsort(table, count, sizeof *table, tuned_cmp);

@@ -16,6 +16,9 @@
  *       between two tuned cols whose winners agree (1536) their variant, between two that
  *       disagree (512) the heuristic; beyond the tuned range, the end's winner up to a factor 2
  *       away (128, 4096), the heuristic further (64, 8192).
+ *     rows: a winner that won its A/B at 64 rows is used within a factor 2 of 64 rows (32, 128),
+ *       not at 256 rows of its class (the next level, a built-in entry that won at 256 rows) nor
+ *       at 17 (the heuristic); the info log names each choice.
  *   test_fallback builtin TABLE_H ARCH
  *     TABLE_H: written by `normtune builtin` (tests/tuner/builtin.sh) from results of this
  *     device renamed as another model of architecture ARCH, and marked as its vendor's default.
@@ -340,11 +343,11 @@ static size_t parse_table(const char *path, parsed *out, size_t cap) {
       continue;
     const char *p = line + 15;
     parsed *e = &out[n];
-    unsigned long v[11];
+    unsigned long v[13];
     int ok = parse_value(&p, &v[0]) && parse_string(&p, e->device, sizeof e->device) &&
              parse_string(&p, e->family, sizeof e->family) &&
              parse_string(&p, e->arch, sizeof e->arch);
-    for (int i = 1; ok && i < 11; i++)
+    for (int i = 1; ok && i < 13; i++)
       ok = parse_value(&p, &v[i]);
     EXPECT(ok, "%s: cannot parse the line %s", path, line);
     if (!ok)
@@ -352,7 +355,8 @@ static size_t parse_table(const char *path, parsed *out, size_t cap) {
     e->b = (clnorm_builtin){(cl_uint)v[0], e->device, e->family, e->arch,
                             {(clnorm_op)v[1], (clnorm_dtype)v[2], v[3], (unsigned)v[4],
                              {(unsigned)v[5], (unsigned)v[6], (unsigned)v[7], (unsigned)v[8],
-                              (clnorm_reduce)v[9], (clnorm_stats)v[10]}}};
+                              (clnorm_reduce)v[9], (clnorm_stats)v[10]},
+                             v[11], v[12]}};
     n++;
   }
   fclose(f);
@@ -388,11 +392,11 @@ static void nearest_case(void) {
   const unsigned row_class = clnorm__row_class(ROWS);
   const clnorm_builtin table[] = {
       {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-       {CLNORM_OP_LAYERNORM, CLNORM_F32, 256, row_class, v[0]}},
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 256, row_class, v[0], ROWS, ROWS}},
       {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-       {CLNORM_OP_LAYERNORM, CLNORM_F32, 1024, row_class, v[1]}},
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 1024, row_class, v[1], ROWS, ROWS}},
       {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-       {CLNORM_OP_LAYERNORM, CLNORM_F32, 2048, row_class, v[1]}}};
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 2048, row_class, v[1], ROWS, ROWS}}};
   char no_user[300];
   snprintf(no_user, sizeof no_user, "%s/no-user.db", tmp_dir);
   clnorm_ctx *ctx = make_ctx(no_user, "");
@@ -408,9 +412,80 @@ static void nearest_case(void) {
   clnorm_ctx_destroy(ctx);
 }
 
-static size_t rows_of_class(unsigned row_class) {
-  const size_t rows[] = {8, 64, 2048, 16384};
-  return rows[row_class < 4 ? row_class : 3];
+/* Stores an A/B of op at `rows` x COLS for `device`: `candidate` won against the heuristic's
+ * variant. */
+static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *candidate,
+                       size_t rows) {
+  const clnorm_call call = harness_call(op, rows, COLS);
+  clnorm_ab ab;
+  memset(&ab, 0, sizeof ab);
+  ab.kernel_hash = clnorm__kernel_hash();
+  ab.op = op;
+  ab.dtype = CLNORM_F32;
+  ab.cols = COLS;
+  ab.row_class = clnorm__row_class(rows);
+  ab.rows = rows;
+  ab.candidate = *candidate;
+  ab.candidate_s = 1e-5;
+  ab.heuristic_s = 1.2e-5;
+  ab.noise = 0.01;
+  ab.rounds = 6;
+  ab.kept_heuristic = 0;
+  clnorm_db *db = NULL;
+  char err[1024];
+  if (clnorm_heuristic(h.ctx, &call, &ab.heuristic) != CLNORM_OK ||
+      clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err) != CLNORM_OK ||
+      clnorm__db_put_ab(db, &self, &ab, err, sizeof err) != CLNORM_OK) {
+    harness_fail("storing an A/B into %s: %s", path, err);
+    exit(1);
+  }
+  clnorm__db_close(db);
+}
+
+/* rows: the user's winner of ROWS x COLS won its A/B at ROWS rows (64: row class 17-256); a
+ * built-in entry of the same shape (another variant) did not lose at 256 rows. The user's winner
+ * stands within a factor 2 of 64 rows, the built-in one within 2x of 256; at 256 rows the call
+ * falls to the built-in entry, at 17 rows to the heuristic, and the info log names each. */
+static void rows_case(const clnorm_variant *ln) {
+  char user[300];
+  snprintf(user, sizeof user, "%s/rows.db", tmp_dir);
+  const clnorm_op op = CLNORM_OP_LAYERNORM;
+  put(user, &self, op, &ln[0], 1000);
+  put_ab_won(user, op, &ln[0], ROWS);
+  clnorm_ctx *ctx = make_ctx(user, "");
+  const clnorm_builtin table[] = {{self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
+                                   {op, CLNORM_F32, COLS, clnorm__row_class(ROWS), ln[1], 256,
+                                    256}}};
+  clnorm__builtin_use(ctx, table, 1, NULL);
+  expect_choice("rows, where it won", ctx, op, ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
+  expect_choice("rows, 2x above", ctx, op, 2 * ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
+  expect_choice("rows, 2x below", ctx, op, ROWS / 2, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
+  expect_choice("rows, 4x above: the next level", ctx, op, 4 * ROWS, COLS,
+                CLNORM_CHOICE_BUILTIN, &ln[1]);
+  expect_choice("rows, 3.8x below: no level", ctx, op, 17, COLS, CLNORM_CHOICE_HEURISTIC, NULL);
+  log_clear();
+  const size_t logged_rows[] = {ROWS, 4 * ROWS, 17};
+  const char *const logged_why[] = {"tuned", "builtin", "heuristic"};
+  for (int i = 0; i < 3; i++) {
+    oc_case c;
+    oc_default(&c, op, CLNORM_F32, logged_rows[i], COLS);
+    char msg[1024] = "";
+    clnorm_ctx *own = h.ctx;
+    h.ctx = ctx;
+    const oc_result r = oc_run(&h, &c, NULL, msg, sizeof msg);
+    h.ctx = own;
+    EXPECT(r == OC_PASS, "rows: the call at %zu rows failed its check: %s", logged_rows[i], msg);
+    char line[512];
+    snprintf(line, sizeof line, "info: layernorm f32 rows=%zu cols=%d on %s: ", logged_rows[i],
+             COLS, h.ctx->info.name);
+    const char *at = strstr(log_text, line);
+    char why[64];
+    snprintf(why, sizeof why, "(%s)\n", logged_why[i]);
+    EXPECT(at && strstr(at, why) && strstr(at, why) < strchr(at, '\n') + 1,
+           "rows: the log does not name the choice at %zu rows \"%s\"; it was:\n%s",
+           logged_rows[i], logged_why[i], log_text);
+  }
+  clnorm_ctx_destroy(ctx);
 }
 
 /* Each entry whose device is `device` ("" the vendor's defaults) must be chosen as `why`. */
@@ -421,7 +496,7 @@ static size_t expect_entries(const char *label, clnorm_ctx *ctx, const parsed *p
     if (strcmp(p[i].device, device) != 0)
       continue;
     const clnorm_tuned *t = &p[i].b.entry;
-    expect_choice(label, ctx, t->op, rows_of_class(t->row_class), t->cols, why, &t->variant);
+    expect_choice(label, ctx, t->op, t->rows_lo, t->cols, why, &t->variant);
     checked++;
   }
   return checked;
@@ -499,6 +574,7 @@ int main(int argc, char **argv) {
     system_case(ln, rms);
     damaged_case();
     nearest_case();
+    rows_case(ln);
   } else {
     fprintf(stderr, "usage: test_fallback [builtin TABLE_H ARCH]\n");
     return 2;

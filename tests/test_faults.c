@@ -89,7 +89,7 @@ static clnorm_ctx *tuned_ctx(const oc_case *c, const clnorm_variant *v) {
   clnorm_tuned *t = malloc(sizeof *t);
   if (!t)
     exit(1);
-  *t = (clnorm_tuned){c->op, c->dtype, c->cols, clnorm__row_class(c->rows), *v};
+  *t = (clnorm_tuned){c->op, c->dtype, c->cols, clnorm__row_class(c->rows), *v, c->rows, c->rows};
   clnorm__mutex_lock(&ctx->lock);
   free(ctx->tables[CLNORM_TABLE_TUNED].rows);
   ctx->tables[CLNORM_TABLE_TUNED].rows = t;

@@ -230,7 +230,8 @@ static void write_table(FILE *out, const generator *g, const char *const *inputs
           "; kernel sources %s.\n"
           " * One entry a line: CLNORM_BUILTIN(vendor id, device name (\"\": the vendor's default),\n"
           " * driver family, architecture, op, dtype, cols, row class, wg, tpr, vec, hold, reduce,\n"
-          " * stats) */\n",
+          " * stats, and the least and largest row counts where it did not lose to the heuristic)\n"
+          " */\n",
           hash);
   for (size_t i = 0; i < g->count; i++) {
     const entry *e = &g->items[i];
@@ -241,10 +242,13 @@ static void write_table(FILE *out, const generator *g, const char *const *inputs
     c_string(out, e->family);
     fputs(", ", out);
     c_string(out, e->arch);
-    fprintf(out, ", %s, %s, %lluu, %uu, %uu, %uu, %uu, %uu, %s, %s) /* %.3g us at %llu rows */\n",
+    fprintf(out,
+            ", %s, %s, %lluu, %uu, %uu, %uu, %uu, %uu, %s, %s, %lluu, %lluu) /* %.3g us at %llu "
+            "rows */\n",
             op_enum[e->r.op], dtype_enum[e->r.dtype], (unsigned long long)e->r.cols,
             e->r.row_class, v->wg, v->tpr, v->vec, v->hold, reduce_enum[v->reduce],
-            stats_enum[v->stats], e->r.median_s * 1e6, (unsigned long long)e->r.rows);
+            stats_enum[v->stats], (unsigned long long)e->r.rows_lo,
+            (unsigned long long)e->r.rows_hi, e->r.median_s * 1e6, (unsigned long long)e->r.rows);
   }
 }
 

@@ -114,9 +114,17 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
                     int winner) {
   show_state *st = user;
   (void)winner;
-  char text[128], range[64];
+  char text[128], range[64], err[512];
   clnorm_variant_format(&r->variant, text, sizeof text);
   report_row_range(r->row_class, range, sizeof range);
+  /* where the dispatcher uses it: near the row counts where it did not lose */
+  clnorm_result won = *r;
+  if (clnorm__db_winner_rows(st->db, dev, &won, 1, err, sizeof err) != CLNORM_OK)
+    die(1, "%s", err);
+  const clnorm_tuned entry = {r->op,      r->dtype,     (size_t)r->cols, r->row_class,
+                              r->variant, won.rows_lo, won.rows_hi};
+  size_t used_first = 0, used_last = 0;
+  const int used = clnorm__tuned_rows_used(&entry, &used_first, &used_last);
   if (st->c_table) { /* a line of src/builtin_table.h (normtune builtin writes the whole file) */
     char family[32];
     clnorm__driver_family(dev->cl_version, family, sizeof family);
@@ -127,11 +135,11 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
     upper_copy(dtype, sizeof dtype, clnorm_dtype_name(r->dtype));
     upper_copy(reduce, sizeof reduce, clnorm__reduce_names[r->variant.reduce]);
     upper_copy(stats, sizeof stats, clnorm__stats_names[r->variant.stats]);
-    printf("%s, CLNORM_%s, %lluu, %uu, %uu, %uu, %uu, %uu, CLNORM_REDUCE_%s, CLNORM_STATS_%s) "
-           "/* %.1f GB/s at %llu rows (row class %s) */\n",
+    printf("%s, CLNORM_%s, %lluu, %uu, %uu, %uu, %uu, %uu, CLNORM_REDUCE_%s, CLNORM_STATS_%s, "
+           "%lluu, %lluu) /* %.1f GB/s at %llu rows (row class %s) */\n",
            op, dtype, (unsigned long long)r->cols, r->row_class, r->variant.wg, r->variant.tpr,
-           r->variant.vec, r->variant.hold, reduce, stats, r->gbps, (unsigned long long)r->rows,
-           range);
+           r->variant.vec, r->variant.hold, reduce, stats, (unsigned long long)won.rows_lo,
+           (unsigned long long)won.rows_hi, r->gbps, (unsigned long long)r->rows, range);
     return 0;
   }
   if (st->json) {
@@ -143,6 +151,10 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
            "\"rows\": %llu, \"variant\": \"%s\"",
            op_name(r->op), dtype_name(r->dtype), (unsigned long long)r->cols, r->row_class,
            (unsigned long long)r->rows, text);
+    if (used)
+      printf(", \"used_rows\": [%zu, %zu]", used_first, used_last);
+    else
+      printf(", \"used_rows\": []");
     show_abs(st, dev, r);
     const json_field fields[] = {{"median_s", "%.6g", r->median_s, NULL},
                                  {"gbps", "%.1f", r->gbps, NULL},
@@ -163,6 +175,10 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   printf("  %-13s %-5s %8llu %-10s %8llu %10.2f %9.1f  %s\n", op_name(r->op), dtype_name(r->dtype),
          (unsigned long long)r->cols, range, (unsigned long long)r->rows, r->median_s * 1e6,
          r->gbps, text);
+  if (used)
+    printf("      used at rows %zu-%zu (within %dx of the rows where it did not lose, %llu-%llu)\n",
+           used_first, used_last, CLNORM_ROWS_NEAR_RATIO, (unsigned long long)won.rows_lo,
+           (unsigned long long)won.rows_hi);
   show_abs(st, dev, r);
   return 0;
 }
