@@ -150,6 +150,27 @@ clnorm_status clnorm__heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, c
   return st;
 }
 
+/* A winner was compared with the heuristic's variant of the row counts where it won (rows[0] to
+ * rows[1]); at a row count whose heuristic variant is another (a CPU's forward: its rows per
+ * work-group follow the rows) nothing compared the two, and the winner is not used there: on
+ * PoCL, the RMSNorm winner of 256 x 1024 ran at 0.92-0.95x of the heuristic at 128 rows, whose
+ * variant has half the rows per group. The same test as tune's for a row class's edges. */
+static int same_heuristic(const clnorm_ctx *ctx, const clnorm_call *call, const size_t rows[2]) {
+  clnorm_variant here, there;
+  clnorm__heuristic(&ctx->info, call, &here);
+  const uint64_t key = clnorm__variant_key(call->op, call->dtype, &here);
+  for (int i = 0; i < 2; i++) {
+    if (rows[i] == call->rows)
+      return 1;
+    clnorm_call at = *call;
+    at.rows = rows[i];
+    clnorm__heuristic(&ctx->info, &at, &there);
+    if (clnorm__variant_key(call->op, call->dtype, &there) == key)
+      return 1;
+  }
+  return 0;
+}
+
 /* The levels of the choice that read a table, in the order they are tried, each table (tuned.c)
  * for the exact shape, then the nearest one: this device's results in the user's database under
  * this driver, then under other driver versions (re-measured by the next `normtune tune`); the
@@ -187,6 +208,7 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   /* The table levels, in order; each entry re-checked against the device and the call. Entries
    * are copied under the lock: the table may be replaced meanwhile. */
   clnorm_variant found[LEVELS];
+  size_t won_rows[LEVELS][2];
   int have[LEVELS] = {0};
   clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int l = 0; l < LEVELS; l++) {
@@ -195,12 +217,14 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
                                                call->cols, call->rows, l % 2 == 0);
     if (t) {
       found[l] = t->variant;
+      won_rows[l][0] = t->rows_lo;
+      won_rows[l][1] = t->rows_hi;
       have[l] = 1;
     }
   }
   clnorm__mutex_unlock(&ctx->lock);
   for (int l = 0; l < LEVELS; l++) {
-    if (!have[l])
+    if (!have[l] || !same_heuristic(ctx, call, won_rows[l]))
       continue;
     *why = levels[l / 2].why[l % 2];
     if (candidate(ctx, call, &found[l], eff, prog) == CLNORM_OK)

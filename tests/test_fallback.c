@@ -16,9 +16,11 @@
  *       between two tuned cols whose winners agree (1536) their variant, between two that
  *       disagree (512) the heuristic; beyond the tuned range, the end's winner up to a factor 2
  *       away (128, 4096), the heuristic further (64, 8192).
- *     rows: a winner that won its A/B at 64 rows is used within a factor 2 of 64 rows (32, 128),
- *       not at 256 rows of its class (the next level, a built-in entry that won at 256 rows) nor
- *       at 17 (the heuristic); the info log names each choice.
+ *     rows: a backward winner (its heuristic does not change with the rows) that won its A/B at
+ *       64 rows is used within a factor 2 of 64 rows (32, 128), not at 256 rows of its class (the
+ *       next level, a built-in entry that won at 256 rows) nor at 17 (the heuristic); the info
+ *       log names each choice. A forward winner of 64 rows at 128 rows: used only where the
+ *       heuristic's variant at 128 rows is the one at 64 (a GPU), else the heuristic (a CPU).
  *   test_fallback builtin TABLE_H ARCH
  *     TABLE_H: written by `normtune builtin` (tests/tuner/builtin.sh) from results of this
  *     device renamed as another model of architecture ARCH, and marked as its vendor's default.
@@ -449,7 +451,7 @@ static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *can
 static void rows_case(const clnorm_variant *ln) {
   char user[300];
   snprintf(user, sizeof user, "%s/rows.db", tmp_dir);
-  const clnorm_op op = CLNORM_OP_LAYERNORM;
+  const clnorm_op op = CLNORM_OP_LAYERNORM_BWD;
   put(user, &self, op, &ln[0], 1000);
   put_ab_won(user, op, &ln[0], ROWS);
   clnorm_ctx *ctx = make_ctx(user, "");
@@ -476,7 +478,7 @@ static void rows_case(const clnorm_variant *ln) {
     h.ctx = own;
     EXPECT(r == OC_PASS, "rows: the call at %zu rows failed its check: %s", logged_rows[i], msg);
     char line[512];
-    snprintf(line, sizeof line, "info: layernorm f32 rows=%zu cols=%d on %s: ", logged_rows[i],
+    snprintf(line, sizeof line, "info: layernorm_bwd f32 rows=%zu cols=%d on %s: ", logged_rows[i],
              COLS, h.ctx->info.name);
     const char *at = strstr(log_text, line);
     char why[64];
@@ -485,6 +487,30 @@ static void rows_case(const clnorm_variant *ln) {
            "rows: the log does not name the choice at %zu rows \"%s\"; it was:\n%s",
            logged_rows[i], logged_why[i], log_text);
   }
+  clnorm_ctx_destroy(ctx);
+}
+
+/* rows, forward: the forward's winner of ROWS rows (won there, no A/B elsewhere) at 2 * ROWS is
+ * used only where the heuristic's variant there is the one at ROWS (a GPU); on a CPU the
+ * heuristic's rows per group double with the rows: nothing compared the winner with that
+ * variant, and the heuristic runs. */
+static void rows_heuristic_case(const clnorm_variant *ln) {
+  char user[300];
+  snprintf(user, sizeof user, "%s/rows_fwd.db", tmp_dir);
+  const clnorm_op op = CLNORM_OP_LAYERNORM;
+  put(user, &self, op, &ln[0], 1000);
+  put_ab_won(user, op, &ln[0], ROWS);
+  clnorm_ctx *ctx = make_ctx(user, "");
+  const clnorm_call here = harness_call(op, ROWS, COLS), twice = harness_call(op, 2 * ROWS, COLS);
+  clnorm_variant h_here, h_twice;
+  clnorm__heuristic(&ctx->info, &here, &h_here);
+  clnorm__heuristic(&ctx->info, &twice, &h_twice);
+  const int same = harness_same_variant(&h_here, &h_twice);
+  printf("  rows, forward: the heuristic's variant at %d and %d rows is %s\n", ROWS, 2 * ROWS,
+         same ? "the same" : "not the same");
+  expect_choice("rows, forward, where it won", ctx, op, ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
+  expect_choice("rows, forward, 2x above", ctx, op, 2 * ROWS, COLS,
+                same ? CLNORM_CHOICE_TUNED : CLNORM_CHOICE_HEURISTIC, same ? &ln[0] : NULL);
   clnorm_ctx_destroy(ctx);
 }
 
@@ -574,7 +600,10 @@ int main(int argc, char **argv) {
     system_case(ln, rms);
     damaged_case();
     nearest_case();
-    rows_case(ln);
+    clnorm_variant bwd[2];
+    pick_variants(CLNORM_OP_LAYERNORM_BWD, bwd, 2);
+    rows_case(bwd);
+    rows_heuristic_case(ln);
   } else {
     fprintf(stderr, "usage: test_fallback [builtin TABLE_H ARCH]\n");
     return 2;

@@ -12,9 +12,9 @@
 #   forward heuristic changes with the rows (its rows per group: how many depends on the cores),
 #   its backward heuristic does not: the backward checks the edges exactly.
 # - a winner is used only within a factor 2 of the row counts where its A/B won: rmsnorm won at
-#   300 rows is the dispatcher's choice at 512 rows, not at 2048 (the same row class), where the
-#   heuristic runs (on a CPU, whose forward compares no class edges; where the edges 257 and 4096
-#   were compared and won, the winner stands over the class).
+#   8192 rows (and 4097, where compared) is the dispatcher's choice at 16000 rows, not at 40000
+#   (the same row class), where the heuristic runs. Above 2048 rows a CPU's forward heuristic no
+#   longer changes with the rows (128 rows per group), so the same holds on a CPU and a GPU.
 # Each check can fail: a winner chosen by the fastest median alone would be the candidate in all.
 source "$(dirname "$0")/common.sh"
 DB=$WORK/tuning.db
@@ -89,31 +89,22 @@ expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
 expect_winner 1 heuristic "tuned tuned heuristic " "won at 17 and 64 rows, lost at 256" 512 \
   layernorm_bwd
 
-step "rmsnorm at 300 rows, where the candidate wins: not used 4x beyond (2048 rows, the same class)"
-NORMTUNE_TEST_TIMES=300:0.5,257:0.5,4096:0.5 tune "$DB" rows --ops rmsnorm --rows 300 \
-  --fraction 0.01
-expect_in "$WORK/rows.out" '^best rmsnorm f32 300x256: .*tuned at 300 rows: ' \
-  "tune says the candidate won at 300 rows"
+step "rmsnorm at 8192 rows, where the candidate wins: used at 16000 rows, not at 40000 (the same class)"
+NORMTUNE_TEST_TIMES=8192:0.5,4097:0.5 tune "$DB" rows --ops rmsnorm --rows 8192 --fraction 0.01
+expect_in "$WORK/rows.out" '^best rmsnorm f32 8192x256: .*tuned at 8192 rows: ' \
+  "tune says the candidate won at 8192 rows"
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
-expect_winner 2 candidate "(tuned )+" "2x faster at 300 rows" 256 rmsnorm
+expect_winner 3 candidate "(tuned )+" "2x faster at 8192 rows" 256 rmsnorm
 expect_rc 0 verify_rows "$NORMTUNE" verify --db "$DB" ${DEVICE_ARGS[@]+"${DEVICE_ARGS[@]}"} \
-  --ops rmsnorm --dtypes f32 --cols 256 --rows 300,512,2048 --json
-for rows in 300 512; do
+  --ops rmsnorm --dtypes f32 --cols 256 --rows 8192,16000,40000 --json
+for rows in 8192 16000; do
   expect_in "$WORK/verify_rows.out" "\"rows\": $rows, .*\"why\": \"tuned\", .*\"same\": false}" \
-    "at $rows rows (within 2x of 300) the tuned choice is the candidate"
+    "at $rows rows (within 2x of 8192) the tuned choice is the candidate"
 done
-if grep -q 'tuned at 4096 rows' "$WORK/rows.out"; then
-  # the class's last row count was compared (a GPU, whose heuristic does not change with the
-  # rows): the candidate won from 257 to 4096 rows, and stands over the class
-  expect_in "$WORK/verify_rows.out" '"rows": 2048, .*"why": "tuned", .*"same": false}' \
-    "at 2048 rows, between the row counts where it won, the candidate"
-else
-  # a CPU's forward: only 300 rows compared; 2048 rows is 6.8x away
-  expect_in "$WORK/verify_rows.out" '"rows": 2048, .*"why": "heuristic", .*"same": true}' \
-    "at 2048 rows, 6.8x from the 300 where it won, the heuristic, not the winner of 300 rows"
-fi
+expect_in "$WORK/verify_rows.out" '"rows": 40000, .*"why": "heuristic", .*"same": true}' \
+  "at 40000 rows, 4.9x from the 8192 where it won, the heuristic, not the winner of 8192 rows"
 expect_rc 0 show_rows "$NORMTUNE" show --db "$DB"
-expect_in "$WORK/show_rows.out" '^ +used at rows 257-(600|4096) \(within 2x of the rows where it did not lose, (300-300|257-4096)\)' \
+expect_in "$WORK/show_rows.out" '^ +used at rows 4097-16384 \(within 2x of the rows where it did not lose, (4097|8192)-8192\)' \
   "show says at which row counts the winner is used"
 
 step "normtune verify: the dispatcher runs the heuristic where its A/B kept it"
