@@ -109,7 +109,8 @@ typedef struct clnorm_program {
 /* One row of the tuned table: the winner for an op, dtype, cols and row class, and the least and
  * largest row counts of the class at which it was measured not to lose to the heuristic (its A/B
  * results; without them, the row count it was measured at): clnorm__tuned_find uses it only at
- * row counts within CLNORM_ROWS_NEAR_RATIO of that range. */
+ * row counts within CLNORM_ROWS_NEAR_RATIO of that range, and the choice (choose.c) only where
+ * the heuristic's variant is the one of rows_lo or rows_hi. */
 typedef struct clnorm_tuned {
   clnorm_op op;
   clnorm_dtype dtype;
