@@ -168,8 +168,7 @@ clnorm_status clnorm__db_winner_rows(clnorm_db *db, const clnorm_device_identity
     winners[i].rows_lo = winners[i].rows_hi = 0;
   winner_rows w = {winners, count};
   const clnorm_status st =
-      count ? clnorm__db_list_ab(db, device, &winners[0].kernel_hash, widen_rows, &w, err,
-                                 err_size)
+      count ? clnorm__db_list_ab(db, device, &winners[0].kernel_hash, widen_rows, &w, err, err_size)
             : CLNORM_OK;
   for (size_t i = 0; i < count; i++)
     if (winners[i].rows_lo == 0) /* no A/B chose it: where it was measured */

@@ -22,8 +22,8 @@ static const clnorm_builtin builtin_table[] = {
 #include "builtin_table.h"
 #undef CLNORM_BUILTIN
     {0, NULL, NULL, NULL,
-     {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0, {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
-      0, 0}} /* end */
+     {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0,
+      {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}, 0, 0}} /* end */
 };
 
 static int tuned_cmp(const void *pa, const void *pb) {
@@ -157,8 +157,9 @@ int clnorm__tuned_rows_used(const clnorm_tuned *t, size_t *first, size_t *last) 
   size_t a = class_first(t->row_class), b = class_first(t->row_class + 1);
   b = clnorm__row_class(b) > t->row_class ? b - 1 : b;
   const size_t near_lo = (t->rows_lo + CLNORM_ROWS_NEAR_RATIO - 1) / CLNORM_ROWS_NEAR_RATIO;
-  const size_t near_hi =
-      t->rows_hi > SIZE_MAX / CLNORM_ROWS_NEAR_RATIO ? SIZE_MAX : t->rows_hi * CLNORM_ROWS_NEAR_RATIO;
+  const size_t near_hi = t->rows_hi > SIZE_MAX / CLNORM_ROWS_NEAR_RATIO
+                             ? SIZE_MAX
+                             : t->rows_hi * CLNORM_ROWS_NEAR_RATIO;
   a = near_lo > a ? near_lo : a;
   b = near_hi < b ? near_hi : b;
   *first = a;

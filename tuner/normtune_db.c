@@ -121,7 +121,7 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   clnorm_result won = *r;
   if (clnorm__db_winner_rows(st->db, dev, &won, 1, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
-  const clnorm_tuned entry = {r->op,      r->dtype,     (size_t)r->cols, r->row_class,
+  const clnorm_tuned entry = {r->op,      r->dtype,    (size_t)r->cols, r->row_class,
                               r->variant, won.rows_lo, won.rows_hi};
   size_t used_first = 0, used_last = 0;
   const int used = clnorm__tuned_rows_used(&entry, &used_first, &used_last);
