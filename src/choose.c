@@ -154,11 +154,11 @@ clnorm_status clnorm__heuristic_pick(clnorm_ctx *ctx, const clnorm_call *call, c
  * rows[1]); at a row count whose heuristic variant is another (a CPU's forward: its rows per
  * work-group follow the rows) nothing compared the two, and the winner is not used there: on
  * PoCL, the RMSNorm winner of 256 x 1024 ran at 0.92-0.95x of the heuristic at 128 rows, whose
- * variant has half the rows per group. The same test as tune's for a row class's edges. */
-static int same_heuristic(const clnorm_ctx *ctx, const clnorm_call *call, const size_t rows[2]) {
-  clnorm_variant here, there;
-  clnorm__heuristic(&ctx->info, call, &here);
-  const uint64_t key = clnorm__variant_key(call->op, call->dtype, &here);
+ * variant has half the rows per group. The same test as tune's for a row class's edges. `key`:
+ * clnorm__variant_key of the heuristic's variant at call->rows. */
+static int same_heuristic(const clnorm_ctx *ctx, const clnorm_call *call, uint64_t key,
+                          const size_t rows[2]) {
+  clnorm_variant there;
   for (int i = 0; i < 2; i++) {
     if (rows[i] == call->rows)
       return 1;
@@ -223,8 +223,19 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
     }
   }
   clnorm__mutex_unlock(&ctx->lock);
+  /* the heuristic's variant at the call's rows, taken once, where a table has an entry */
+  uint64_t here = 0;
+  int have_here = 0;
   for (int l = 0; l < LEVELS; l++) {
-    if (!have[l] || !same_heuristic(ctx, call, won_rows[l]))
+    if (!have[l])
+      continue;
+    if (!have_here) {
+      clnorm_variant v;
+      clnorm__heuristic(&ctx->info, call, &v);
+      here = clnorm__variant_key(call->op, call->dtype, &v);
+      have_here = 1;
+    }
+    if (!same_heuristic(ctx, call, here, won_rows[l]))
       continue;
     *why = levels[l / 2].why[l % 2];
     if (candidate(ctx, call, &found[l], eff, prog) == CLNORM_OK)

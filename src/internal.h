@@ -339,6 +339,7 @@ unsigned clnorm__call_vec(const clnorm_device_info *info, const clnorm_call *cal
 void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
                        clnorm_variant *out);
 unsigned clnorm__row_class(size_t rows);
+size_t clnorm__row_class_first(unsigned c);
 size_t clnorm__groups_per_cu(unsigned wg);
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v);

@@ -140,22 +140,9 @@ int clnorm__tuned_stands(const clnorm_tuned *t, size_t rows) {
          (double)rows <= (double)t->rows_hi * CLNORM_ROWS_NEAR_RATIO;
 }
 
-/* The least row count whose class is at least row_class (clnorm__row_class is monotonic). */
-static size_t class_first(unsigned row_class) {
-  size_t lo = 1, hi = SIZE_MAX;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (clnorm__row_class(mid) >= row_class)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
 int clnorm__tuned_rows_used(const clnorm_tuned *t, size_t *first, size_t *last) {
-  size_t a = class_first(t->row_class), b = class_first(t->row_class + 1);
-  b = clnorm__row_class(b) > t->row_class ? b - 1 : b;
+  const size_t next = clnorm__row_class_first(t->row_class + 1);
+  size_t a = clnorm__row_class_first(t->row_class), b = next ? next - 1 : SIZE_MAX;
   const size_t near_lo = (t->rows_lo + CLNORM_ROWS_NEAR_RATIO - 1) / CLNORM_ROWS_NEAR_RATIO;
   const size_t near_hi = t->rows_hi > SIZE_MAX / CLNORM_ROWS_NEAR_RATIO
                              ? SIZE_MAX

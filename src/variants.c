@@ -344,6 +344,22 @@ unsigned clnorm__row_class(size_t rows) {
   return rows <= 16 ? 0 : rows <= 256 ? 1 : rows <= 4096 ? 2 : 3;
 }
 
+/* The least row count of row class c or above (clnorm__row_class is monotonic), 0 when no row
+ * count reaches c. */
+size_t clnorm__row_class_first(unsigned c) {
+  if (clnorm__row_class(SIZE_MAX) < c)
+    return 0;
+  size_t lo = 1, hi = SIZE_MAX;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (clnorm__row_class(mid) >= c)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 static unsigned log2u(unsigned v) {
   unsigned l = 0;
   while (v > 1) {

@@ -609,7 +609,7 @@ static int ab_at_rows(search *se, const clnorm_ab *won, size_t rows, clnorm_ab *
 
 int ab_edges(search *se, const clnorm_ab *won, clnorm_ab *out) {
   const unsigned c = won->row_class;
-  const size_t first = class_first_rows(c), next = class_first_rows(c + 1);
+  const size_t first = clnorm__row_class_first(c), next = clnorm__row_class_first(c + 1);
   const size_t edges[2] = {first, next ? next - 1 : 0};
   int compared = 0;
   for (size_t i = 0; i < 2; i++) {

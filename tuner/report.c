@@ -185,22 +185,9 @@ static double px(const axes *a, double cols) {
 
 static double py(const axes *a, double gbps) { return a->y0 + PLOT_H - gbps / a->top * PLOT_H; }
 
-size_t class_first_rows(unsigned c) {
-  if (clnorm__row_class(SIZE_MAX) < c)
-    return 0;
-  size_t lo = 1, hi = SIZE_MAX;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (clnorm__row_class(mid) >= c)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
 void report_row_range(unsigned row_class, char *out, size_t size) {
-  const size_t first = class_first_rows(row_class), next = class_first_rows(row_class + 1);
+  const size_t first = clnorm__row_class_first(row_class),
+               next = clnorm__row_class_first(row_class + 1);
   if (!first)
     snprintf(out, size, "class %u", row_class);
   else if (!next)

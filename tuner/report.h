@@ -19,9 +19,6 @@
  * failure, a message saying what to do. Returns one of the statuses above. */
 /* The row counts of row class row_class (clnorm__row_class) as text: "17-256", "4097+". */
 void report_row_range(unsigned row_class, char *out, size_t size);
-/* The least row count of row class c or a later one (clnorm__row_class grows with rows); 0 when
- * no count reaches c. */
-size_t class_first_rows(unsigned c);
 
 int report_write(const char *db_path, const char *out_path, int html, uint64_t kernel_hash,
                  int quiet);
