@@ -6,7 +6,12 @@
 #   source .device-kit/setup.sh && bash scripts/gpu_extreme.sh layernorm:f32 add_layernorm:f16:8x1001 ...
 #
 # OP:DTYPE runs every layout of the op and dtype; OP:DTYPE:ROWSxCOLS one of them (64x768, 8x1001,
-# 4x16384), so that an op and dtype's programs spread over several processes.
+# 4x16384), so that an op and dtype's programs spread over several processes;
+# OP:DTYPE:ROWSxCOLS:NAME=VALUE,NAME=VALUE runs it with those environment variables set (e.g.
+# CLNORM_RAW16=0), so that one call compares the library's switches on a failing case.
+# PTX=1: each process builds into its own binary cache, and every program it built goes to $OUT
+# as ptx-ARG.tar.gz (NVIDIA's program binary is PTX text) with `ptxas -v`'s registers and spills
+# per program in ptx-ARG.txt (the case that failed last is the program built last).
 # Prints, per argument, the test's summary line or, where it failed or ran out of time, its
 # failing lines; files in $OUT (or ./gpu-extreme). Environment: LIMIT (seconds per process,
 # default 400), DEVICE (CLNORM_TEST_DEVICE, default NVIDIA), BUILD (default /tmp/build-extreme).
@@ -22,16 +27,53 @@ fi
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
 TESTS=ON gpu_build "$build" test_numerics || exit 1
+name() { local n=${1//:/-}; echo "${n//[=,]/_}"; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 for c in "$@"; do
-  IFS=: read -r op dt layout <<<"$c"
-  (CLNORM_TEST_DEVICE=${DEVICE:-NVIDIA} timeout "${LIMIT:-400}" \
-     "$build/tests/test_numerics" extreme "$op" "$dt" ${layout:+"$layout"} >"$out/${c//:/-}.log" 2>&1
-   echo "exit status $?" >>"$out/${c//:/-}.log") &
+  IFS=: read -r op dt layout vars <<<"$c"
+  n=$(name "$c")
+  envs=()
+  [ -n "$vars" ] && IFS=, read -r -a envs <<<"$vars"
+  [ "${PTX:-0}" = 1 ] && envs+=("CLNORM_BINARY_CACHE_DIR=$work/cache-$n")
+  (env ${envs[@]+"${envs[@]}"} CLNORM_TEST_DEVICE="${DEVICE:-NVIDIA}" timeout "${LIMIT:-400}" \
+     "$build/tests/test_numerics" extreme "$op" "$dt" ${layout:+"$layout"} >"$out/$n.log" 2>&1
+   echo "exit status $?" >>"$out/$n.log") &
 done
 wait
+if [ "${PTX:-0}" = 1 ]; then
+  ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
+  for c in "$@"; do
+    n=$(name "$c")
+    dir=$work/ptx-$n
+    mkdir -p "$dir"
+    # src/bincache.c's entry: "CLNMBIN", version, key length, payload length, then key and payload
+    python3 - "$work/cache-$n" "$dir" <<'EOF'
+import os, struct, sys
+cache, dest = sys.argv[1:]
+entries = sorted((os.path.getmtime(os.path.join(cache, f)), f) for f in os.listdir(cache))
+for i, (_, f) in enumerate(entries):
+    data = open(os.path.join(cache, f), "rb").read()
+    if len(data) < 32 or data[:7] != b"CLNMBIN":
+        continue
+    version, key_len, payload_len = struct.unpack_from("<IIQ", data, 8)
+    head = 32 if version == 1 else 40
+    key = data[head:head + key_len].decode("utf-8", "replace")
+    ptx = data[head + key_len:head + key_len + payload_len].rstrip(b"\0")
+    open(os.path.join(dest, "%03d.key" % i), "w").write(key)
+    open(os.path.join(dest, "%03d.ptx" % i), "wb").write(ptx)
+EOF
+    for p in "$dir"/*.ptx; do
+      [ -e "$p" ] || continue
+      echo "== $(basename "$p"): $(grep -oE -- '-D[A-Z0-9_]+=[0-9]+' "${p%.ptx}.key" | tr '\n' ' ')"
+      "$ptxas" -arch="${ARCH:-sm_90}" -v "$p" -o /dev/null 2>&1 | grep -E "Compiling|Used|spill"
+    done >"$out/ptx-$n.txt"
+    tar -C "$work" -czf "$out/ptx-$n.tar.gz" "ptx-$n"
+  done
+fi
 rc=0
 for c in "$@"; do
-  log=$out/${c//:/-}.log
+  log=$out/$(name "$c").log
   if grep -q "PASS (0 failures)" "$log"; then
     echo "$c: $(grep 'PASS' "$log" | tail -n 1)"
   else
