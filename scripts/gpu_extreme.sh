@@ -11,7 +11,8 @@
 # CLNORM_RAW16=0), so that one call compares the library's switches on a failing case.
 # PTX=1: each process builds into its own binary cache, and every program it built goes to $OUT
 # as ptx-ARG.tar.gz (NVIDIA's program binary is PTX text) with `ptxas -v`'s registers and spills
-# per program in ptx-ARG.txt (the case that failed last is the program built last).
+# of the last PTX_LAST programs (default 4) it built in ptx-ARG.txt: a process that a fault ended
+# built the failing case's programs last (ptxas takes about a second a program).
 # Prints, per argument, the test's summary line or, where it failed or ran out of time, its
 # failing lines; files in $OUT (or ./gpu-extreme). Environment: LIMIT (seconds per process,
 # default 400), DEVICE (CLNORM_TEST_DEVICE, default NVIDIA), BUILD (default /tmp/build-extreme).
@@ -63,8 +64,7 @@ for i, (_, f) in enumerate(entries):
     open(os.path.join(dest, "%03d.key" % i), "w").write(key)
     open(os.path.join(dest, "%03d.ptx" % i), "wb").write(ptx)
 EOF
-    for p in "$dir"/*.ptx; do
-      [ -e "$p" ] || continue
+    for p in $(find "$dir" -name '*.ptx' | sort | tail -n "${PTX_LAST:-4}"); do
       echo "== $(basename "$p"): $(grep -oE -- '-D[A-Z0-9_]+=[0-9]+' "${p%.ptx}.key" | tr '\n' ' ')"
       "$ptxas" -arch="${ARCH:-sm_90}" -v "$p" -o /dev/null 2>&1 | grep -E "Compiling|Used|spill"
     done >"$out/ptx-$n.txt"
