@@ -79,16 +79,22 @@ inline float square1(float v) { return v * v; }
  * memory, and PoCL turns no more of the kernel into work-item loops than before. Scalar: rare
  * data only, and code that every program compiles (PoCL compiled vector forms' programs 36%
  * slower). Not inlined: NVIDIA's compiler gave whole kernels the registers of an inlined rare
- * path (H200, LayerNorm float32 32768 x 1024: 126 inlined, 80 not; docs/DEVICES.md).
+ * path (H200, LayerNorm float32 32768 x 1024: 126 inlined, 80 not; docs/DEVICES.md). But inlined
+ * in NVIDIA's programs of one work-item a row (RARE_CALL): there the call faulted on the H200
+ * (fused adds in 16 bits, rows of every magnitude: CL_OUT_OF_RESOURCES; inlined, the same test
+ * passes), and no heuristic of NVIDIA's runs those programs.
  * y = ((x m1 - p1) - c1) m2: with the row scaled (m1 = sc; LayerNorm: p1 the scaled pivot, c1 the
  * scaled mean less it), or, where eps sc^2 overflows or the row has no spread, unscaled with
  * m2 = rsqrt(eps) (the variance is negligible beside eps, or 0). A NaN or an Inf in the row makes
  * all of its outputs NaN, as in the plain path. */
-__attribute__((noinline)) void rare_row(__global const stype *xr,
-                                        RARE_ADD_PARAMS __global stype *yr,
-                                        __global const stype *gamma,
-                                        RARE_LN_PARAMS __global float *rstd_p, const uint cols,
-                                        const float eps, const uint flags) {
+#if PTX && TPR == 1
+#define RARE_CALL inline
+#else
+#define RARE_CALL __attribute__((noinline))
+#endif
+RARE_CALL void rare_row(__global const stype *xr, RARE_ADD_PARAMS __global stype *yr,
+                        __global const stype *gamma, RARE_LN_PARAMS __global float *rstd_p,
+                        const uint cols, const float eps, const uint flags) {
   uint mb;
   RARE_MAX_BITS(mb, cols);
   const bool bad = mb >= 0x7F800000u;

@@ -8,11 +8,13 @@
 # OP:DTYPE runs every layout of the op and dtype; OP:DTYPE:ROWSxCOLS one of them (64x768, 8x1001,
 # 4x16384), so that an op and dtype's programs spread over several processes;
 # OP:DTYPE:ROWSxCOLS:NAME=VALUE,NAME=VALUE runs it with those environment variables set (e.g.
-# CLNORM_RAW16=0), so that one call compares the library's switches on a failing case.
+# CLNORM_RAW16=0), so that one call compares the library's switches on a failing case;
+# OP:DTYPE:ROWSxCOLS:[ENV]:VARIANT[:plain] only the variants whose text (clnorm_variant_format)
+# contains VARIANT, e.g. "wg=256 tpr=1 vec=16", no dispatcher; plain: with the default data.
 # PTX=1: each process builds into its own binary cache, and every program it built goes to $OUT
-# as ptx-ARG.tar.gz (NVIDIA's program binary is PTX text) with `ptxas -v`'s registers and spills
-# of the last PTX_LAST programs (default 4) it built in ptx-ARG.txt: a process that a fault ended
-# built the failing case's programs last (ptxas takes about a second a program).
+# as ptx-ARG.tar.gz (NVIDIA's program binary is PTX text; with its key) and `ptxas -v`'s words
+# on them in ptx-ARG.txt, for the last PTX_LAST programs (default 4) it built: a process that a
+# fault ended built the failing case's programs last (ptxas takes about a second a program).
 # Prints, per argument, the test's summary line or, where it failed or ran out of time, its
 # failing lines; files in $OUT (or ./gpu-extreme). Environment: LIMIT (seconds per process,
 # default 400), DEVICE (CLNORM_TEST_DEVICE, default NVIDIA), BUILD (default /tmp/build-extreme).
@@ -28,17 +30,18 @@ fi
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
 TESTS=ON gpu_build "$build" test_numerics || exit 1
-name() { local n=${1//:/-}; echo "${n//[=,]/_}"; }
+name() { local n=${1//:/-}; echo "${n//[=, ]/_}"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for c in "$@"; do
-  IFS=: read -r op dt layout vars <<<"$c"
+  IFS=: read -r op dt layout vars only plain <<<"$c"
   n=$(name "$c")
   envs=()
   [ -n "$vars" ] && IFS=, read -r -a envs <<<"$vars"
   [ "${PTX:-0}" = 1 ] && envs+=("CLNORM_BINARY_CACHE_DIR=$work/cache-$n")
   (env ${envs[@]+"${envs[@]}"} CLNORM_TEST_DEVICE="${DEVICE:-NVIDIA}" timeout "${LIMIT:-400}" \
-     "$build/tests/test_numerics" extreme "$op" "$dt" ${layout:+"$layout"} >"$out/$n.log" 2>&1
+     "$build/tests/test_numerics" extreme "$op" "$dt" ${layout:+"$layout"} ${only:+"$only"} \
+     ${plain:+"$plain"} >"$out/$n.log" 2>&1
    echo "exit status $?" >>"$out/$n.log") &
 done
 wait
@@ -66,9 +69,11 @@ for i, (_, f) in enumerate(entries):
 EOF
     for p in $(find "$dir" -name '*.ptx' | sort | tail -n "${PTX_LAST:-4}"); do
       echo "== $(basename "$p"): $(grep -oE -- '-D[A-Z0-9_]+=[0-9]+' "${p%.ptx}.key" | tr '\n' ' ')"
-      "$ptxas" -arch="${ARCH:-sm_90}" -v "$p" -o /dev/null 2>&1 | grep -E "Compiling|Used|spill"
+      "$ptxas" -arch="${ARCH:-sm_90}" -v "$p" -o /dev/null 2>&1
     done >"$out/ptx-$n.txt"
-    tar -C "$work" -czf "$out/ptx-$n.tar.gz" "ptx-$n"
+    # the last programs' PTX and keys (all of them are too big to come back from the machine)
+    (cd "$work" && find "ptx-$n" -name '*.ptx' | sort | tail -n "${PTX_LAST:-4}" |
+       sed 'p; s/\.ptx$/.key/' | tar -czf "$out/ptx-$n.tar.gz" -T -)
   done
 fi
 rc=0

@@ -29,7 +29,11 @@
  *   test_numerics                         the layouts above
  *   test_numerics extreme [OP [DTYPE [ROWSxCOLS]]]    rows of every magnitude (of OP, of DTYPE,
  *                                                  in one layout: 64x768, 8x1001 or 4x16384)
- *   test_numerics subnormal [OP [DTYPE [ROWSxCOLS]]]  subnormal rows (24x768, 6x1001, 6x16384) */
+ *   test_numerics subnormal [OP [DTYPE [ROWSxCOLS]]]  subnormal rows (24x768, 6x1001, 6x16384)
+ *   test_numerics extreme OP DTYPE ROWSxCOLS VARIANT [plain]
+ *       every variant whose clnorm_variant_format contains VARIANT (e.g. "wg=256 tpr=1 vec=16"),
+ *       and no dispatcher; "plain": with the default data instead (to tell a kernel that fails on
+ *       rare rows from one that fails on any; scripts/gpu_extreme.sh's fifth field) */
 #include "harness.h"
 #include "op_case.h"
 
@@ -209,7 +213,7 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
  * the variants with one row per group), eps 0 and 1e-5 (subnormal rows: 1 and 1e-5, where
  * float32's y is subnormal too; with eps 0 their rstd may exceed FLT_MAX). */
 static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
-                        int split, int kind, size_t *runs) {
+                        int split, int kind, const char *only, int plain, size_t *runs) {
   const float eps1 = kind == 2 ? 1.0f : 0.0f;
   const size_t nv = clnorm_variant_list(h->ctx, op, dtype, NULL, 0);
   clnorm_variant *vars = malloc((nv ? nv : 1) * sizeof *vars);
@@ -218,7 +222,7 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
   unsigned char first_seen[FAMILIES] = {0}, last_seen[FAMILIES] = {0};
   oc_case c;
   oc_default(&c, op, dtype, rows, cols);
-  c.extreme = kind;
+  c.extreme = plain ? 0 : kind;
   if (kind == 2) /* beta would hide LayerNorm's tiny y (y + beta == beta) */
     c.absent |= 1u << OC_BETA;
   size_t variants = 0, failed = 0;
@@ -227,7 +231,10 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
       const size_t k = pass == 0 ? j : nv - 1 - j;
       const size_t f = family(&vars[k]);
       unsigned char *seen = pass == 0 ? first_seen : last_seen;
-      if (seen[f] || (split && vars[k].tpr != vars[k].wg))
+      char vtext[128];
+      clnorm_variant_format(&vars[k], vtext, sizeof vtext);
+      if (only ? pass == 1 || !strstr(vtext, only)
+               : seen[f] || (split && vars[k].tpr != vars[k].wg))
         continue;
       c.forced = 1;
       c.variant = vars[k];
@@ -251,7 +258,7 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
       }
     }
   c.forced = 0;
-  for (int e = 0; e < 2; e++) {
+  for (int e = 0; e < 2 && !only; e++) {
     c.eps = e == 0 ? eps1 : 1e-5f;
     char msg[512], text[1024];
     (*runs)++;
@@ -261,10 +268,10 @@ static void run_extreme(harness *h, clnorm_op op, clnorm_dtype dtype, size_t row
       failed++;
     }
   }
-  printf("  %-13s %-4s %s %zux%zu%s: dispatcher and %zu of %zu variants, eps %g and 1e-5: %zu "
-         "failed\n",
-         clnorm_op_name(op), clnorm_dtype_name(dtype), kind == 2 ? "subnormal" : "every magnitude",
-         rows, cols, split ? " (split)" : "", variants, nv, (double)eps1, failed);
+  printf("  %-13s %-4s %s %zux%zu%s: %s%zu of %zu variants, eps %g and 1e-5: %zu failed\n",
+         clnorm_op_name(op), clnorm_dtype_name(dtype),
+         plain ? "plain data" : kind == 2 ? "subnormal" : "every magnitude", rows, cols,
+         split ? " (split)" : "", only ? "" : "dispatcher and ", variants, nv, (double)eps1, failed);
   fflush(stdout);
   free(chosen);
   free(vars);
@@ -314,7 +321,8 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "%zux%zu", rows, cols);
         if (argc > 4 && strcmp(argv[4], name) != 0)
           continue;
-        run_extreme(&h, op, dtype, rows, cols, extreme_layouts[l].split, extreme, &runs);
+        run_extreme(&h, op, dtype, rows, cols, extreme_layouts[l].split, extreme,
+                    argc > 5 ? argv[5] : NULL, argc > 6 && strcmp(argv[6], "plain") == 0, &runs);
       }
     }
   if (extreme && runs == 0)
