@@ -147,14 +147,25 @@ unsigned differences(const clnorm_variant *a, const clnorm_variant *b) {
   return n;
 }
 
-/* Build failures are simply remembered by the context and reported when evaluated. */
+/* Build failures are simply remembered by the context and reported when evaluated. Candidates
+ * the database holds a result for are read back, never measured (evaluate): not built. */
 void prebuild_all(search *se, const clnorm_call *call) {
   clnorm_variant *v = malloc((se->n ? se->n : 1) * sizeof *v);
   if (!v)
     die(1, "out of memory");
-  for (size_t i = 0; i < se->n; i++)
-    v[i] = se->c[i].v;
-  build_all(se->s->ctx, call, 0, v, se->n);
+  size_t m = 0;
+  for (size_t i = 0; i < se->n; i++) {
+    clnorm_result r, stored;
+    int found = 0;
+    char err[256];
+    result_key(se, &se->c[i].v, &r);
+    if (clnorm__db_get(se->db, &se->s->identity, &r, &stored, &found, err, sizeof err) ==
+            CLNORM_OK &&
+        found)
+      continue;
+    v[m++] = se->c[i].v;
+  }
+  build_all(se->s->ctx, call, 0, v, m);
   free(v);
 }
 

@@ -33,6 +33,20 @@ static void no_candidate_cache(void) {
     clnorm__setenv("CLNORM_NO_BINARY_CACHE", "1");
 }
 
+/* random and anneal build a candidate when they first measure it, one at a time. On a GPU with
+ * a host of 8 cores or more, every candidate is built first on all of them (prebuild_all, as
+ * exhaustive does): NVIDIA's OpenCL takes 0.2-5 s a program (docs/PERFORMANCE.md, start-up;
+ * docs/DEVICES.md), so all n on 16 threads cost less wall time than the 30% measured, one by one
+ * (n / 16 against 0.3 n), and the programs stay in the context for the next shapes (a program
+ * does not depend on the shape). Not with --budget, whose share a shape would spend building,
+ * nor on a CPU device, whose compiles take the cores its kernels run on. */
+static int prebuild_sampled(const session *s, const options *o) {
+  cl_device_type type = 0;
+  if (clGetDeviceInfo(s->dev.device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
+    return 0;
+  return (type & CL_DEVICE_TYPE_GPU) != 0 && clnorm__cpu_count() >= 8 && o->budget <= 0;
+}
+
 int cmd_tune(const options *o) {
   session s;
   no_candidate_cache();
@@ -138,7 +152,7 @@ int cmd_tune(const options *o) {
                 tool_now() + (se.deadline - tool_now()) / (double)(se.shape_count - se.shape_index);
           const size_t limit = (size_t)ceil(o->fraction * (double)se.n);
           const strategy *strat = find_strategy(o->strategy);
-          if (strat->prebuild)
+          if (strat->prebuild || (strat->sampled && prebuild_sampled(&s, o)))
             prebuild_all(&se, &call);
           strat->run(&se, start, limit, &rng);
           se.deadline = shape_deadline_save;
