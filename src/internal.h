@@ -389,7 +389,10 @@ clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_
                                   cl_kernel *out);
 void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel);
 void clnorm__programs_free(clnorm_ctx *ctx);
+/* The hash that keys tuned results: clnorm__source_hash over every embedded kernel source, which
+ * an edit of comments or spacing alone does not change (src/program.c). */
 uint64_t clnorm__kernel_hash(void);
+uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len);
 
 /* bincache.c: built programs kept on disk between processes (docs/API.md, "Files"). None of
  * these fails or prints, except the log (info and warn lines).

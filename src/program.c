@@ -44,18 +44,76 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
            info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");
 }
 
+static uint64_t fnv1a_byte(uint64_t h, unsigned char c) { return (h ^ c) * 1099511628211ull; }
+
+/* FNV-1a over what the compiler sees of a source, so that an edit of comments or of spacing
+ * leaves tuned results valid: each comment is one space, as the C preprocessor has it (a `//`
+ * comment goes on past a backslash at the end of its line), and runs of spaces and tabs are one
+ * space; line ends (which end a directive) are kept, as are backslash-newlines (which do not),
+ * while blank lines and spaces at a line's ends count for nothing. String and character literals
+ * count as they are. */
+uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len) {
+  int space = 0, line_start = 1;
+  for (size_t i = 0; i < len; i++) {
+    const char c = src[i];
+    if (c == '/' && i + 1 < len && src[i + 1] == '*') {
+      const char *end = NULL;
+      for (size_t j = i + 2; j + 1 < len; j++)
+        if (src[j] == '*' && src[j + 1] == '/') {
+          end = src + j + 2;
+          break;
+        }
+      i = end ? (size_t)(end - src) - 1 : len;
+      space = 1;
+      continue;
+    }
+    if (c == '/' && i + 1 < len && src[i + 1] == '/') {
+      size_t j = i + 2;
+      while (j < len && !(src[j] == '\n' && src[j - 1] != '\\'))
+        j++;
+      i = j - 1; /* the line end itself is taken next */
+      space = 1;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      space = 1;
+      continue;
+    }
+    if (c == '\n') {
+      if (!line_start)
+        h = fnv1a_byte(h, '\n');
+      line_start = 1;
+      space = 0;
+      continue;
+    }
+    if (space && !line_start)
+      h = fnv1a_byte(h, ' ');
+    space = 0;
+    line_start = 0;
+    h = fnv1a_byte(h, (unsigned char)c);
+    if (c == '"' || c == '\'') /* a literal (inline PTX, #error), as it is, to its closing quote */
+      for (i++; i < len; i++) {
+        h = fnv1a_byte(h, (unsigned char)src[i]);
+        if (src[i] == '\\' && i + 1 < len)
+          h = fnv1a_byte(h, (unsigned char)src[++i]);
+        else if (src[i] == c)
+          break;
+      }
+  }
+  return h;
+}
+
 uint64_t clnorm__kernel_hash(void) {
-  /* FNV-1a over every embedded source: tuned results are valid for these kernels only. */
+  /* over every embedded source: tuned results are valid for these kernels only */
   const char *parts[] = {clnorm__src_common, clnorm__src_forward, clnorm__src_backward,
                          clnorm__src_split};
   const size_t lengths[] = {clnorm__src_common_len, clnorm__src_forward_len,
                             clnorm__src_backward_len, clnorm__src_split_len};
   uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-    for (size_t j = 0; j < lengths[i]; j++) {
-      h ^= (unsigned char)parts[i][j];
-      h *= 1099511628211ull;
-    }
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+    h = clnorm__source_hash(h, parts[i], lengths[i]);
+    h = fnv1a_byte(h, '\n'); /* a file ends a line */
+  }
   return h;
 }
 

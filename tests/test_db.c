@@ -1158,6 +1158,40 @@ static void test_ab_winner(void) {
   }
 }
 
+/* The kernel hash that keys results (clnorm__source_hash): the same for sources that differ only
+ * in comments and spacing, another wherever the compiler could see a difference. */
+static uint64_t source_hash(const char *src) {
+  return clnorm__source_hash(1469598103934665603ull, src, strlen(src));
+}
+
+static void test_source_hash(void) {
+  static const char *const same[][2] = {
+      {"a = b + c;\n", "a  =\tb + c;   \n"},
+      {"a = b; /* one */\nc = d;\n", "a = b;\n\n/* two\n lines */\n   c = d; // three\n"},
+      {"x = 1 /* a\n b */ + 2;\n", "x = 1 + 2;\n"},
+      {"// a comment \\\n  that goes on\ny;\n", "y;\n"},
+      {"#define X(a) \\\n  (a)\n", "#define X(a) \\\n(a)\n"},
+  };
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+    if (source_hash(same[i][0]) != source_hash(same[i][1])) {
+      fprintf(stderr, "source hash: \"%s\" and \"%s\" differ\n", same[i][0], same[i][1]);
+      failures++;
+    }
+  static const char *const differ[][2] = {
+      {"a = b + c;\n", "a = b - c;\n"},
+      {"a = b+c;\n", "a = b + c;\n"}, /* spacing between tokens is kept as one space */
+      {"#define A 1\n#define B\n", "#define A 1 #define B\n"}, /* a line end ends a directive */
+      {"asm(\"a  b\");\n", "asm(\"a b\");\n"},                 /* a literal as it is */
+      {"s = \"/* x */\";\n", "s = \"\";\n"},                   /* no comment inside a literal */
+      {"// c\ny;\n", "// c \\\ny;\n"}, /* a comment that takes the next line */
+  };
+  for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++)
+    if (source_hash(differ[i][0]) == source_hash(differ[i][1])) {
+      fprintf(stderr, "source hash: \"%s\" and \"%s\" are the same\n", differ[i][0], differ[i][1]);
+      failures++;
+    }
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/clnorm-test-db-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1180,7 +1214,8 @@ int main(void) {
                {"export and import", test_export_import},
                {"device identity", test_identity},
                {"invalid winners", test_dropped},
-               {"A/B winners", test_ab_winner}};
+               {"A/B winners", test_ab_winner},
+               {"kernel source hash", test_source_hash}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     const int before = failures;
     struct timespec t0, t1;
