@@ -127,11 +127,6 @@ typedef struct winner_rows {
   size_t count;
 } winner_rows;
 
-static int same_variant(const clnorm_variant *a, const clnorm_variant *b) {
-  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
-         a->reduce == b->reduce && a->stats == b->stats;
-}
-
 static int winner_key_cmp(const void *pa, const void *pb) {
   const clnorm_result *a = pa, *b = pb;
   const uint64_t ka[] = {a->op, a->dtype, a->cols, a->row_class};
@@ -152,7 +147,7 @@ static int widen_rows(void *user, const clnorm_ab *ab) {
   key.row_class = ab->row_class;
   clnorm_result *r = bsearch(&key, w->winners, w->count, sizeof *r, winner_key_cmp);
   if (!r || r->kernel_hash != ab->kernel_hash ||
-      !same_variant(&r->variant, ab->kept_heuristic ? &ab->heuristic : &ab->candidate))
+      !clnorm__variant_same(&r->variant, ab->kept_heuristic ? &ab->heuristic : &ab->candidate))
     return 0;
   if (r->rows_lo == 0 || ab->rows < r->rows_lo)
     r->rows_lo = ab->rows;

@@ -44,3 +44,13 @@ void clnorm__variant_set_param(clnorm_variant *v, int i, unsigned value) {
     v->field = value;
   CLNORM_VARIANT_PARAM_MAP(SET)
 }
+
+/* The parameters of CLNORM_VARIANT_PARAM_MAP are every field of clnorm_variant (each an unsigned
+ * or an enum): a field added to the struct and not to the map fails here. */
+_Static_assert(sizeof(clnorm_variant) == CLNORM_VARIANT_PARAMS * sizeof(unsigned),
+               "every field of clnorm_variant is in CLNORM_VARIANT_PARAM_MAP");
+
+int clnorm__variant_same(const clnorm_variant *a, const clnorm_variant *b) {
+#define SAME(field, names, count, min, max) &&a->field == b->field
+  return 1 CLNORM_VARIANT_PARAM_MAP(SAME);
+}

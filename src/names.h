@@ -61,5 +61,7 @@ extern const clnorm_variant_param clnorm__variant_params[CLNORM_VARIANT_PARAMS];
 /* The value of parameter i of v (an enum's value for reduce and stats), and setting it. */
 unsigned clnorm__variant_param(const clnorm_variant *v, int i);
 void clnorm__variant_set_param(clnorm_variant *v, int i, unsigned value);
+/* 1 when a and b are the same variant: every parameter (every field of clnorm_variant) equal. */
+int clnorm__variant_same(const clnorm_variant *a, const clnorm_variant *b);
 
 #endif

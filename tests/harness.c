@@ -35,11 +35,6 @@ clnorm_call harness_call(clnorm_op op, size_t rows, size_t cols) {
   return call;
 }
 
-int harness_same_variant(const clnorm_variant *a, const clnorm_variant *b) {
-  return a->wg == b->wg && a->tpr == b->tpr && a->vec == b->vec && a->hold == b->hold &&
-         a->reduce == b->reduce && a->stats == b->stats;
-}
-
 clnorm_ctx *harness_ctx_with_db(cl_context context, cl_device_id device, const char *user_db,
                                 const char *system_db) {
   setenv("CLNORM_DB", user_db, 1);

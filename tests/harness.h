@@ -27,8 +27,6 @@ int harness_unaligned(const harness *h);
 
 /* A float32 call of op on rows x cols with eps 1e-5, no buffers. */
 clnorm_call harness_call(clnorm_op op, size_t rows, size_t cols);
-/* Whether a and b have the same six parameters. */
-int harness_same_variant(const clnorm_variant *a, const clnorm_variant *b);
 /* A context on device created while $CLNORM_DB names user_db and, unless system_db is NULL,
  * $CLNORM_SYSTEM_DB names system_db ("" for none): what clnorm_ctx_create loads. Exits with
  * status 1 and a message when the creation fails. */

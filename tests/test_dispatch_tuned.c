@@ -21,6 +21,7 @@
 #include "db.h"
 #include "harness.h"
 #include "internal.h"
+#include "names.h"
 #include "ref.h"
 #include "tool.h"
 
@@ -288,7 +289,7 @@ static const clnorm_result *expected_nearest(const clnorm_result *w, size_t n,
       hi = &w[i];
   }
   if (lo && hi) {
-    if (!harness_same_variant(&lo->variant, &hi->variant))
+    if (!clnorm__variant_same(&lo->variant, &hi->variant))
       return NULL;
     return (double)cols / (double)lo->cols <= (double)hi->cols / (double)cols ? lo : hi;
   }
@@ -363,7 +364,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
     st = clnorm_choose(ctx, &call, &v, &why);
     clnorm_variant_format(&want, text, sizeof text);
     clnorm_variant_format(&v, got_text, sizeof got_text);
-    EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_TUNED && harness_same_variant(&v, &want),
+    EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_TUNED && clnorm__variant_same(&v, &want),
            "%s %zu x %zu: chose %s (%s), want the tuned winner %s", op_name(w[i].op), rows, cols,
            got_text, clnorm_choice_string(why), text);
     printf("  tuned shape %s %zu x %zu: %s (%s)\n", op_name(w[i].op), rows, cols, got_text,
@@ -410,7 +411,7 @@ static int cmd_tuned(const char *path, const char *show_json) {
       st = clnorm_choose(ctx, &call, &v, &why);
       clnorm_variant_format(&want, text, sizeof text);
       clnorm_variant_format(&v, got_text, sizeof got_text);
-      EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_NEAREST && harness_same_variant(&v, &want),
+      EXPECT(st == CLNORM_OK && why == CLNORM_CHOICE_NEAREST && clnorm__variant_same(&v, &want),
              "%s %zu x %zu: chose %s (%s), want the winner of cols %llu, %s (nearest)",
              op_name(w[i].op), rows, near_cols, got_text, clnorm_choice_string(why),
              (unsigned long long)src->cols, text);

@@ -83,7 +83,7 @@ static void pick_variants(clnorm_op op, clnorm_variant *out, size_t n) {
   const size_t count = clnorm_variant_list(h.ctx, op, CLNORM_F32, all, 1024);
   size_t got = 0;
   for (size_t i = 0; i < count && got < n; i++)
-    if (!harness_same_variant(&all[i], &heuristic) && COLS % all[i].vec == 0 &&
+    if (!clnorm__variant_same(&all[i], &heuristic) && COLS % all[i].vec == 0 &&
         clnorm_variant_check(h.ctx, &call, &all[i]) == CLNORM_OK)
       out[got++] = all[i];
   if (got < n) {
@@ -136,7 +136,7 @@ static void expect_choice(const char *label, clnorm_ctx *ctx, clnorm_op op, size
   clnorm_variant_format(&got, got_text, sizeof got_text);
   if (want)
     clnorm_variant_format(want, want_text, sizeof want_text);
-  EXPECT(st == CLNORM_OK && got_why == why && (!want || harness_same_variant(&got, want)),
+  EXPECT(st == CLNORM_OK && got_why == why && (!want || clnorm__variant_same(&got, want)),
          "%s: %s %zux%zu chose %s (%s), want %s (%s)%s%s", label, clnorm_op_name(op), rows, cols,
          got_text, clnorm_choice_string(got_why), want_text, clnorm_choice_string(why),
          st == CLNORM_OK ? "" : ": ", st == CLNORM_OK ? "" : clnorm_ctx_errmsg(ctx));
@@ -505,7 +505,7 @@ static void rows_heuristic_case(const clnorm_variant *ln) {
   clnorm_variant h_here, h_twice;
   clnorm__heuristic(&ctx->info, &here, &h_here);
   clnorm__heuristic(&ctx->info, &twice, &h_twice);
-  const int same = harness_same_variant(&h_here, &h_twice);
+  const int same = clnorm__variant_same(&h_here, &h_twice);
   printf("  rows, forward: the heuristic's variant at %d and %d rows is %s\n", ROWS, 2 * ROWS,
          same ? "the same" : "not the same");
   expect_choice("rows, forward, where it won", ctx, op, ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);

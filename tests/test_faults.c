@@ -20,6 +20,7 @@
  * the failures are forgotten. CLNORM_TEST_VERBOSE=1 prints the log of each fallback. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "names.h"
 #include "op_case.h"
 
 #include <fcntl.h>
@@ -160,7 +161,7 @@ static void fallback_case(const char *label, const oc_case *c, const clnorm_vari
   const int before = case_failures;
   clnorm_ctx *ctx = tuned_ctx(c, v);
   clnorm_variant got;
-  EXPECT(chosen(ctx, c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, v),
+  EXPECT(chosen(ctx, c, &got) == CLNORM_CHOICE_TUNED && clnorm__variant_same(&got, v),
          "%s: the tuned variant is not what the dispatcher chooses before the fault", label);
   /* clnorm_choose built it: a build fault needs a context that has not */
   if (kind == CLNORM_FAULT_BUILD) {
@@ -186,7 +187,7 @@ static void fallback_case(const char *label, const oc_case *c, const clnorm_vari
   EXPECT(!strstr(cap.text, "failed at launch,"), "%s: the second call failed at launch again:\n%s",
          label, cap.text);
   clnorm__fault_inject(ctx, kind, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
-  EXPECT(chosen(ctx, c, &got) != CLNORM_CHOICE_TUNED || !harness_same_variant(&got, v),
+  EXPECT(chosen(ctx, c, &got) != CLNORM_CHOICE_TUNED || !clnorm__variant_same(&got, v),
          "%s: the dispatcher still offers the failed variant", label);
   clnorm_ctx_destroy(ctx);
   printf("%s: %s\n", case_failures == before ? "ok  " : "FAIL", label);
@@ -341,7 +342,7 @@ static void split_cases(const oc_case *split, const clnorm_variant *t_split,
          "%s split launch: the second call tried the split kernels again", op);
   clnorm_variant got;
   clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
-  EXPECT(chosen(ctx, split, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, t_split),
+  EXPECT(chosen(ctx, split, &got) == CLNORM_CHOICE_TUNED && clnorm__variant_same(&got, t_split),
          "%s split launch: the whole-row form of the variant is no longer chosen", op);
   clnorm_ctx_destroy(ctx);
   printf("%s: %s split-row kernels fail at launch: rows run whole, the variant stays\n",
@@ -435,7 +436,7 @@ int main(void) {
                &t_fwd, CLNORM_FAULT_ENQUEUE, CL_INVALID_WORK_GROUP_SIZE, CLNORM_E_OPENCL,
                "CL_INVALID_WORK_GROUP_SIZE");
     clnorm_variant got;
-    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, &t_fwd),
+    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && clnorm__variant_same(&got, &t_fwd),
            "a forced variant's launch failure was remembered");
     /* Errors of the caller's making are not retried either. */
     error_case("CL_INVALID_MEM_OBJECT at launch: CLNORM_E_OPENCL, not retried", ctx, &c, NULL,
@@ -444,7 +445,7 @@ int main(void) {
     error_case("CL_INVALID_COMMAND_QUEUE at launch: CLNORM_E_OPENCL, not retried", ctx, &c, NULL,
                CLNORM_FAULT_ENQUEUE, CL_INVALID_COMMAND_QUEUE, CLNORM_E_OPENCL,
                "CL_INVALID_COMMAND_QUEUE");
-    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, &t_fwd),
+    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && clnorm__variant_same(&got, &t_fwd),
            "a non-retryable launch failure was remembered");
     clnorm_ctx_destroy(ctx);
   }
@@ -489,7 +490,7 @@ int main(void) {
     EXPECT(plain_untouched(&p), "all fail: an output was written");
     clnorm__fault_inject(ctx, CLNORM_FAULT_ENQUEUE, CL_SUCCESS, 0, 0, CLNORM_FAULT_ANY);
     clnorm_variant got;
-    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && harness_same_variant(&got, &t_fwd),
+    EXPECT(chosen(ctx, &c, &got) == CLNORM_CHOICE_TUNED && clnorm__variant_same(&got, &t_fwd),
            "all fail: the failures were remembered");
     plain_free(&p);
     clnorm_ctx_destroy(ctx);

@@ -135,7 +135,7 @@ int out_of_time(const search *se) {
 
 size_t find_candidate(const search *se, const clnorm_variant *v) {
   for (size_t i = 0; i < se->n; i++)
-    if (memcmp(&se->c[i].v, v, sizeof *v) == 0)
+    if (clnorm__variant_same(&se->c[i].v, v))
       return i;
   return se->n;
 }

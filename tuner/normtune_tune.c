@@ -321,7 +321,7 @@ int cmd_strategies(const options *o) {
       if (!clnorm__variant_call_ok(&all[i], call.cols, NULL, 0))
         continue;
       size_t k = 0;
-      while (k < g->n && memcmp(&g->v[k], &all[i], sizeof all[i]) != 0)
+      while (k < g->n && !clnorm__variant_same(&g->v[k], &all[i]))
         k++;
       if (k == g->n) {
         missing++;

@@ -3,6 +3,7 @@
 #include "fuzz_check.h"
 
 #include "internal.h"
+#include "names.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -129,13 +130,10 @@ static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a 
 int fuzz_same_result(const clnorm_result *a, const clnorm_result *b) {
   return a->kernel_hash == b->kernel_hash && a->op == b->op && a->dtype == b->dtype &&
          a->cols == b->cols && a->row_class == b->row_class && a->rows == b->rows &&
-         a->variant.wg == b->variant.wg && a->variant.tpr == b->variant.tpr &&
-         a->variant.vec == b->variant.vec && a->variant.hold == b->variant.hold &&
-         a->variant.reduce == b->variant.reduce && a->variant.stats == b->variant.stats &&
-         a->outcome == b->outcome && same_double(a->median_s, b->median_s) &&
-         same_double(a->min_s, b->min_s) && same_double(a->gbps, b->gbps) &&
-         same_double(a->max_err, b->max_err) && a->measured_at == b->measured_at &&
-         strcmp(a->clnorm_version, b->clnorm_version) == 0;
+         clnorm__variant_same(&a->variant, &b->variant) && a->outcome == b->outcome &&
+         same_double(a->median_s, b->median_s) && same_double(a->min_s, b->min_s) &&
+         same_double(a->gbps, b->gbps) && same_double(a->max_err, b->max_err) &&
+         a->measured_at == b->measured_at && strcmp(a->clnorm_version, b->clnorm_version) == 0;
 }
 
 int fuzz_same_device(const clnorm_device_identity *a, const clnorm_device_identity *b) {
