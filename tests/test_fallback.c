@@ -444,17 +444,23 @@ static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *can
   clnorm__db_close(db);
 }
 
+/* A context whose user database (tmp_dir/name; no system database) holds `winner` as op's winner
+ * of ROWS x COLS and its A/B won at ROWS rows: the start of each case of the size rule. */
+static clnorm_ctx *rows_ctx(const char *name, clnorm_op op, const clnorm_variant *winner) {
+  char user[300];
+  snprintf(user, sizeof user, "%s/%s", tmp_dir, name);
+  put(user, &self, op, winner, 1000);
+  put_ab_won(user, op, winner, ROWS);
+  return make_ctx(user, "");
+}
+
 /* rows: the user's winner of ROWS x COLS won its A/B at ROWS rows (64: row class 17-256); a
  * built-in entry of the same shape (another variant) did not lose at 256 rows. The user's winner
  * stands within a factor 2 of 64 rows, the built-in one within 2x of 256; at 256 rows the call
  * falls to the built-in entry, at 17 rows to the heuristic, and the info log names each. */
 static void rows_case(const clnorm_variant *ln) {
-  char user[300];
-  snprintf(user, sizeof user, "%s/rows.db", tmp_dir);
   const clnorm_op op = CLNORM_OP_LAYERNORM_BWD;
-  put(user, &self, op, &ln[0], 1000);
-  put_ab_won(user, op, &ln[0], ROWS);
-  clnorm_ctx *ctx = make_ctx(user, "");
+  clnorm_ctx *ctx = rows_ctx("rows.db", op, &ln[0]);
   const clnorm_builtin table[] = {{self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
                                    {op, CLNORM_F32, COLS, clnorm__row_class(ROWS), ln[1], 256,
                                     256}}};
@@ -495,12 +501,8 @@ static void rows_case(const clnorm_variant *ln) {
  * heuristic's rows per group double with the rows: nothing compared the winner with that
  * variant, and the heuristic runs. */
 static void rows_heuristic_case(const clnorm_variant *ln) {
-  char user[300];
-  snprintf(user, sizeof user, "%s/rows_fwd.db", tmp_dir);
   const clnorm_op op = CLNORM_OP_LAYERNORM;
-  put(user, &self, op, &ln[0], 1000);
-  put_ab_won(user, op, &ln[0], ROWS);
-  clnorm_ctx *ctx = make_ctx(user, "");
+  clnorm_ctx *ctx = rows_ctx("rows_fwd.db", op, &ln[0]);
   const clnorm_call here = harness_call(op, ROWS, COLS), twice = harness_call(op, 2 * ROWS, COLS);
   clnorm_variant h_here, h_twice;
   clnorm__heuristic(&ctx->info, &here, &h_here);
