@@ -21,18 +21,22 @@
  * slot when held); then the elements from nvec * VEC to `end` of dyp, gp and xp, one per
  * work-item in turn. */
 #define BWD_SUMS(FOR, DYV, GV, XV, dyp, gp, xp, end)                                               \
+  BWD_SUMS_AS(FOR, DYV, GV, XV, dyp, gp, xp, end, XHAT, XHAT, float)
+/* BWD_SUMS_AS(..., XH, XH1, DECL): the same with xhat of a vector as XH and of an element as XH1;
+ * DECL float declares s1 and s2, DECL empty assigns them */
+#define BWD_SUMS_AS(FOR, DYV, GV, XV, dyp, gp, xp, end, XH, XH1, DECL)                             \
   floatv a1 = 0.0f, a2 = 0.0f;                                                                     \
   FOR {                                                                                            \
     const floatv dv = DYV(i, k);                                                                   \
     const floatv g = has_gamma ? dv * GV(i, k) : dv;                                               \
-    a1 += g * XHAT(XV(i, k));                                                                      \
+    a1 += g * XH(XV(i, k));                                                                        \
     a2 += g;                                                                                       \
   }                                                                                                \
-  float s1 = HSUM(a1), s2 = HSUM(a2);                                                              \
+  DECL s1 = HSUM(a1), s2 = HSUM(a2);                                                               \
   for (uint i = nvec * VEC + lane; i < end; i += TPR) {                                            \
     const float dv = LOAD1(dyp, i);                                                                \
     const float g = has_gamma ? dv * LOAD1(gp, i) : dv;                                            \
-    s1 += g * XHAT(LOAD1(xp, i));                                                                  \
+    s1 += g * XH1(LOAD1(xp, i));                                                                   \
     s2 += g;                                                                                       \
   }
 
@@ -54,6 +58,67 @@
 #define XHAT(xv) (((xv) - mean) * rstd)
 #else
 #define XHAT(xv) (((xv) * 0.5f - mean * 0.5f) * (rstd * 2.0f))
+#endif
+
+/* BWD_TINY (issue 25 point 4): the CPU shapes (float32 and bfloat16, whose values go down to
+ * 2^-149): norm_bwd with one work-item a row, not held, and the split kernels with one work-item a
+ * group (PoCL's backward of long rows, clnorm__split_count: 512 x 4096 on 2 cores), as TINY in
+ * cl/forward.cl. On x86 a multiplication or FMA with a subnormal operand takes a microcode assist
+ * of about 100 cycles (docs/DEVICES.md): xhat of a subnormal x, and the sums' and dgamma's FMAs
+ * with it. A row (a split chunk, a row's part of a tile) whose first element is below 2^-64 is
+ * scanned with integer operations; it is tiny where every |x| is below 2^-64, |mean| too, every
+ * |dy| below 2^64, and rstd below 2^32. A tiny row's first pass takes xhat 2^64 = scale_up64(x -
+ * mean) * rstd, x scaled by integer operations (x - mean of subnormals is exact and takes no
+ * assist), so s1 comes out 2^64 times the row's; a sum that is not finite (a large gamma) takes the
+ * plain pass again (bwd_sums stores s1 at the row's scale). Where then every |xhat * c1| is below
+ * 2^-150 (bounded by the scan's maximum; in the rows measured below 2^-200), dx = rstd (g - c2 -
+ * xhat c1) is rstd (g - c2), the same bits (but the sign of a zero), and dgamma's partial adds
+ * fma(dy * xhat 2^64, 2^-64, partial): the one rounding of the FMA, where the plain product took
+ * xhat rounded first. Otherwise the output loop is the plain one. */
+#define BWD_TINY (DTYPE != 1 && (SPLIT ? WG == 1 : TPR == 1 && HOLD == 0))
+#if BWD_TINY
+/* v 2^64 for |v| < 2^63, exact, with no floating-point operation on a subnormal: a subnormal's
+ * bits as an integer are |v| 2^149, converted exactly; a normal's exponent field gets 64 more
+ * (cl/forward.cl's, and an element's) */
+inline floatv scale_up64(floatv v) {
+  const uintv b = CAT(as_uint, VSUFFIX)(v), mag = b & 0x7FFFFFFFu;
+  const floatv sub = CAT(convert_float, VSUFFIX)(CAT(as_int, VSUFFIX)(mag)) * 0x1p-85f;
+  const floatv nrm = CAT(as_float, VSUFFIX)(mag + 0x20000000u);
+  const floatv r = select(nrm, sub, CAT(as_int, VSUFFIX)(mag) < 0x00800000);
+  return CAT(as_float, VSUFFIX)(CAT(as_uint, VSUFFIX)(r) | (b & 0x80000000u));
+}
+inline float scale_up64_1(float v) {
+  const uint b = as_uint(v), mag = b & 0x7FFFFFFFu;
+  const float r = mag < 0x00800000u ? (float)mag * 0x1p-85f : as_float(mag + 0x20000000u);
+  return as_float(as_uint(r) | (b & 0x80000000u));
+}
+/* 2^64 xhat of a tiny row's vector and element */
+#define XHAT_S(xv) (scale_up64((xv) - mean) * rstd)
+#define XHAT_S1(xv) (scale_up64_1((xv) - mean) * rstd)
+/* the bits of 2^-64 and 2^64 */
+#define TINY_BITS 0x1F800000u
+#define HUGE_BITS 0x5F800000u
+/* TINY_SCAN(FOR, xp, dyp, end, tiny, xmax): over the vectors i of FOR and the elements from nvec *
+ * VEC to `end` of xp and dyp, tiny = every |x| below 2^-64 and every |dy| below 2^64, and xmax =
+ * the sum of the lanes' largest |x| (at least the largest), with integer operations only */
+#define TINY_SCAN(FOR, xp, dyp, end, tiny, xmax)                                                   \
+  do {                                                                                             \
+    uintv mx_ = 0u, md_ = 0u;                                                                      \
+    FOR {                                                                                          \
+      mx_ = max(mx_, CAT(as_uint, VSUFFIX)(LOADV(xp, i)) & 0x7FFFFFFFu);                           \
+      md_ = max(md_, CAT(as_uint, VSUFFIX)(LOADV(dyp, i)) & 0x7FFFFFFFu);                          \
+    }                                                                                              \
+    uint mx1_ = 0u, md1_ = 0u;                                                                     \
+    for (uint i = nvec * VEC; i < (end); i++) {                                                    \
+      mx1_ = max(mx1_, as_uint(LOAD1(xp, i)) & 0x7FFFFFFFu);                                       \
+      md1_ = max(md1_, as_uint(LOAD1(dyp, i)) & 0x7FFFFFFFu);                                      \
+    }                                                                                              \
+    const uintv over_ =                                                                            \
+        select((uintv)0u, (uintv)1u, (mx_ >= (uintv)TINY_BITS) | (md_ >= (uintv)HUGE_BITS));       \
+    tiny = HSUM(CAT(convert_float, VSUFFIX)(over_)) == 0.0f && mx1_ < TINY_BITS &&                 \
+           md1_ < HUGE_BITS;                                                                       \
+    xmax = HSUM(CAT(as_float, VSUFFIX)(mx_)) + as_float(mx1_);                                     \
+  } while (0)
 #endif
 
 /* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
@@ -238,6 +303,9 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #define BWD_DYQ(i, k) BWD_DY(q, i, k)
 #define BWD_XQ(i, k) BWD_X(q, i, k)
     float c1q[BWD_RI], c2q[BWD_RI];
+#if BWD_TINY
+    bool negq[BWD_RI];
+#endif
 #if BWD_LACC
 #pragma unroll
 #endif
@@ -249,7 +317,27 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
       __global const stype *dyr = dy + dy_off + rq[q] * dy_stride;
       /* s1 = sum(g * xhat), s2 = sum(g) with g = gamma * dy (BWD_SUMS ends in a block: no
        * semicolon) */
+#if BWD_TINY
+      /* a tiny row (above): the scan's largest |x| (a bound: the sum of its lanes' maxima) */
+      bool tiny = false;
+      float xmax = 0.0f;
+      if (nvec > 0 && (as_uint(LOAD1(xr, 0)) & 0x7FFFFFFFu) < TINY_BITS &&
+          (as_uint(mean) & 0x7FFFFFFFu) < TINY_BITS && rstd < 0x1p32f) {
+        TINY_SCAN(FOR_VECS(i, k, nvec), xr, dyr, ncols, tiny, xmax);
+      }
+      float s1, s2;
+      if (tiny) {
+        BWD_SUMS_AS(FOR_VECS(i, k, nvec), BWD_DYQ, BWD_G, BWD_XQ, dyr, gamma, xr, ncols, XHAT_S,
+                    XHAT_S1, )
+        tiny = isfinite(s1);
+      }
+      if (!tiny) {
+        BWD_SUMS_AS(FOR_VECS(i, k, nvec), BWD_DYQ, BWD_G, BWD_XQ, dyr, gamma, xr, ncols, XHAT,
+                    XHAT, )
+      }
+#else
       BWD_SUMS(FOR_VECS(i, k, nvec), BWD_DYQ, BWD_G, BWD_XQ, dyr, gamma, xr, ncols)
+#endif
 #if RMS
       c1q[q] = row_sum(s1, scratch) / (float)cols;
       c2q[q] = 0.0f;
@@ -258,6 +346,16 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
       const float2 sums = row_sum2((float2)(s1, s2), scratch);
       c1q[q] = sums.x / (float)cols;
       c2q[q] = sums.y / (float)cols;
+#endif
+#if BWD_TINY
+      /* c1 2^64 in a tiny row: every |xhat c1| below 2^-150 (bounded with a margin of 2), or the
+       * plain output loop with the row's c1 */
+      negq[q] = false;
+      if (tiny) {
+        const float c1s = c1q[q];
+        negq[q] = ((xmax + fabs(mean)) * 0x1p64f) * rstd * fabs(c1s) * 2.0f < 0x1p-22f;
+        c1q[q] = c1s * 0x1p-64f;
+      }
 #endif
     }
 #if BWD_LACC
@@ -283,6 +381,24 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
       __global const stype *const dyo = dyr + head;
       __global const stype *const go = gamma + head;
       __global stype *const dxo = dxr + head;
+#if BWD_TINY
+      /* a tiny row whose xhat c1 vanishes (above): dx = rstd (g - c2) */
+      if (negq[q])
+        FOR_VECS(i, k, nvo) {
+          const floatv xv = LOADV(xo, i);
+          const floatv dv = LOADV(dyo, i);
+          const floatv g = has_gamma ? dv * LOADV(go, i) : dv;
+          PREFETCH_V(xn, i);
+          PREFETCH_V(dyn, i);
+          STOREV(dxo, i, rstd * (g - c2));
+          if (want_w) {
+            PSTORE(pg + head, i, fma(dv * XHAT_S(xv), (floatv)0x1p-64f, PLOAD(pg + head, i)));
+            if (want_b)
+              PSTORE(pb + head, i, PLOAD(pb + head, i) + dv);
+          }
+        }
+      else
+#endif
       FOR_VECS(i, k, nvo) {
 #if HOLD > 0
         const floatv xv = BWD_X(q, i, k);
@@ -491,9 +607,31 @@ bwd_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #define SUMS_DY(i, k) LOADV(dyr, i)
 #define SUMS_G(i, k) LOADV(gr, i)
 #define SUMS_X(i, k) LOADV(xr, i)
+#if BWD_TINY
+    /* a tiny chunk (BWD_TINY above, for the chunk): s1 2^64, stored as s1 */
+    bool tiny = false;
+    if (count > 0 && (as_uint(LOAD1(xr, 0)) & 0x7FFFFFFFu) < TINY_BITS &&
+        (as_uint(mean) & 0x7FFFFFFFu) < TINY_BITS && rstd < 0x1p32f) {
+      float xmax;
+      TINY_SCAN(for (uint i = 0; i < nvec; i++), xr, dyr, count, tiny, xmax);
+      (void)xmax;
+    }
+    float s1, s2;
+    if (tiny) {
+      BWD_SUMS_AS(for (uint i = lane; i < nvec; i += TPR), SUMS_DY, SUMS_G, SUMS_X, dyr, gr, xr,
+                  count, XHAT_S, XHAT_S1, )
+      tiny = isfinite(s1);
+      s1 *= 0x1p-64f;
+    }
+    if (!tiny) {
+      BWD_SUMS_AS(for (uint i = lane; i < nvec; i += TPR), SUMS_DY, SUMS_G, SUMS_X, dyr, gr, xr,
+                  count, XHAT, XHAT, )
+    }
+#else
     /* s1, s2 (BWD_SUMS ends in a block: no semicolon) */
     BWD_SUMS(for (uint i = lane; i < nvec; i += TPR), SUMS_DY, SUMS_G, SUMS_X, dyr, gr, xr,
              count)
+#endif
     s1 = row_sum(s1, scratch);
 #if RMS
     s2 = 0.0f; /* not used */
@@ -579,6 +717,37 @@ bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
         __global const stype *dyn = NEXT_ROW(dyr + (size_t)first * VEC, dy_stride, r + 1 < rows,
                                              per_tile * VEC);
         /* Every element is read before it is written, by the same work-item: dx may be dy or x. */
+#if BWD_TINY
+        /* the row's part of the tile tiny, and every |xhat c1| below 2^-150 (BWD_TINY above; c1
+         * 2^64 within 2^-84, the rounding of a subnormal c1, with a margin of 2): dx = rstd (g -
+         * c2), dgamma's sums fma(dy * xhat 2^64, 2^-64, sum) */
+        bool neg = false;
+        if (first < nvec && (as_uint(LOAD1(xr, (size_t)first * VEC)) & 0x7FFFFFFFu) < TINY_BITS &&
+            (as_uint(mean) & 0x7FFFFFFFu) < TINY_BITS && rstd < 0x1p32f) {
+          bool tiny;
+          float xmax;
+          TINY_SCAN(for (uint k = 0, i = first; k < TILE && i < nvec; k++, i += LANE_WG), xr, dyr,
+                    0, tiny, xmax);
+          neg = tiny && ((xmax + fabs(mean)) * 0x1p64f) * rstd * (fabs(c.x) * 0x1p64f + 0x1p-84f) *
+                                2.0f <
+                            0x1p-22f;
+        }
+        if (neg)
+          for (uint k = 0; k < TILE; k++) {
+            const uint i = first + k * LANE_WG;
+            if (i < nvec) {
+              const floatv xv = SPLIT_X(q, i, k);
+              const floatv dv = SPLIT_DY(q, i, k);
+              const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+              PREFETCH_V(xn, k);
+              PREFETCH_V(dyn, k);
+              STOREV(dxr, i, rstd * (g - c.y));
+              acc_g[k] = fma(dv * XHAT_S(xv), (floatv)0x1p-64f, acc_g[k]);
+              acc_b[k] += dv;
+            }
+          }
+        else
+#endif
         for (uint k = 0; k < TILE; k++) {
           const uint i = first + k * LANE_WG;
           if (i < nvec) {

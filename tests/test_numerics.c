@@ -24,12 +24,15 @@
  *
  * Subnormal rows (issue 25, point 4; op_case.c, subnormal_rows): the same, in six patterns of
  * subnormal and tiny values, eps 1e-5 and 1, 24 x 768, 6 x 1001 and 6 x 16384 (split), without
- * beta (beside it, LayerNorm's y of such rows would not count).
+ * beta (beside it, LayerNorm's y of such rows would not count); and for the backward ops 2 x 1001
+ * and 2 x 16384, two subnormal rows alone, whose dgamma no normal row outweighs (the tiny rows of
+ * cl/backward.cl, BWD_TINY).
  *
  *   test_numerics                         the layouts above
  *   test_numerics extreme [OP [DTYPE [ROWSxCOLS]]]    rows of every magnitude (of OP, of DTYPE,
  *                                                  in one layout: 64x768, 8x1001 or 4x16384)
- *   test_numerics subnormal [OP [DTYPE [ROWSxCOLS]]]  subnormal rows (24x768, 6x1001, 6x16384)
+ *   test_numerics subnormal [OP [DTYPE [ROWSxCOLS]]]  subnormal rows (24x768, 6x1001, 6x16384,
+ *                                                  backward: 2x1001, 2x16384)
  *   test_numerics extreme OP DTYPE ROWSxCOLS VARIANT [plain]
  *       every variant whose clnorm_variant_format contains VARIANT (e.g. "wg=256 tpr=1 vec=16"),
  *       and no dispatcher; "plain": with the default data instead (to tell a kernel that fails on
@@ -311,8 +314,8 @@ int main(int argc, char **argv) {
   static const struct {
     size_t rows, cols;
     int split;
-  } extreme_layouts[] = {{64, 768, 0}, {8, 1001, 0}, {4, 16384, 1}},
-    subnormal_layouts[] = {{24, 768, 0}, {6, 1001, 0}, {6, 16384, 1}};
+  } extreme_layouts[] = {{64, 768, 0}, {8, 1001, 0}, {4, 16384, 1}, {0, 0, 0}, {0, 0, 0}},
+    subnormal_layouts[] = {{24, 768, 0}, {6, 1001, 0}, {6, 16384, 1}, {2, 1001, 0}, {2, 16384, 1}};
   for (int o = 0; o < CLNORM_OP_COUNT && extreme; o++)
     for (int d = 0; d < 3; d++) {
       const clnorm_op op = (clnorm_op)o;
@@ -321,13 +324,17 @@ int main(int argc, char **argv) {
           (argc > 3 && strcmp(argv[3], clnorm_dtype_name(dtype)) != 0))
         continue;
       for (size_t l = 0; l < sizeof extreme_layouts / sizeof extreme_layouts[0]; l++) {
+        if ((extreme != 2 && extreme_layouts[l].rows == 0) ||
+            (extreme == 2 && l >= 3 && !oc_is_bwd(op))) /* the backward's tiny rows alone */
+          continue;
         const size_t rows = extreme == 2 ? subnormal_layouts[l].rows : extreme_layouts[l].rows;
         const size_t cols = extreme == 2 ? subnormal_layouts[l].cols : extreme_layouts[l].cols;
         char name[48];
         snprintf(name, sizeof name, "%zux%zu", rows, cols);
         if (argc > 4 && strcmp(argv[4], name) != 0)
           continue;
-        run_extreme(&h, op, dtype, rows, cols, extreme_layouts[l].split, extreme,
+        run_extreme(&h, op, dtype, rows, cols,
+                    extreme == 2 ? subnormal_layouts[l].split : extreme_layouts[l].split, extreme,
                     argc > 5 ? argv[5] : NULL, argc > 6 && strcmp(argv[6], "plain") == 0, &runs);
       }
     }
