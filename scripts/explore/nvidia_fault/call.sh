@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU-machine calls for the NVIDIA fault of the fused adds in 16 bits on rows of every magnitude
-# (docs/DEVICES.md, "NVIDIA's OpenCL: a call to rare_row that faults"). From the repository root:
+# (docs/DEVICES.md, "A call to a `noinline` function that faults"). From the repository root:
 #   bash scripts/explore/nvidia_fault/call.sh          # the check of the fix, one call
 # Each case is a process of its own (a fault ends the process): test_numerics extreme of the fused
 # adds in every layout (first and last variant of each family), then every variant of one, two and
