@@ -76,22 +76,10 @@
  * fma(dy * xhat 2^64, 2^-64, partial): the one rounding of the FMA, where the plain product took
  * xhat rounded first. Otherwise the output loop is the plain one. */
 #define BWD_TINY (DTYPE != 1 && (SPLIT ? WG == 1 : TPR == 1 && HOLD == 0))
+#if BWD_TINY && !SCALE_UP64
+#error "BWD_TINY needs scale_up64 (cl/common.cl, SCALE_UP64)"
+#endif
 #if BWD_TINY
-/* v 2^64 for |v| < 2^63, exact, with no floating-point operation on a subnormal: a subnormal's
- * bits as an integer are |v| 2^149, converted exactly; a normal's exponent field gets 64 more
- * (cl/forward.cl's, and an element's) */
-inline floatv scale_up64(floatv v) {
-  const uintv b = CAT(as_uint, VSUFFIX)(v), mag = b & 0x7FFFFFFFu;
-  const floatv sub = CAT(convert_float, VSUFFIX)(CAT(as_int, VSUFFIX)(mag)) * 0x1p-85f;
-  const floatv nrm = CAT(as_float, VSUFFIX)(mag + 0x20000000u);
-  const floatv r = select(nrm, sub, CAT(as_int, VSUFFIX)(mag) < 0x00800000);
-  return CAT(as_float, VSUFFIX)(CAT(as_uint, VSUFFIX)(r) | (b & 0x80000000u));
-}
-inline float scale_up64_1(float v) {
-  const uint b = as_uint(v), mag = b & 0x7FFFFFFFu;
-  const float r = mag < 0x00800000u ? (float)mag * 0x1p-85f : as_float(mag + 0x20000000u);
-  return as_float(as_uint(r) | (b & 0x80000000u));
-}
 /* 2^64 xhat of a tiny row's vector and element */
 #define XHAT_S(xv) (scale_up64((xv) - mean) * rstd)
 #define XHAT_S1(xv) (scale_up64_1((xv) - mean) * rstd)

@@ -1053,3 +1053,26 @@ inline float rare_rstd(float var_s, float eps, float sc) {
 
 /* The maximum of v over the TPR work-items of this row; the rules of row_sum. */
 inline uint row_max_bits(uint v, __local float *scratch) { ROW_REDUCE(MAXB, v); }
+
+/* SCALE_UP64: the programs of one work-item a row (not held) or, for the backward's split kernels,
+ * of one work-item a group, in float32 and bfloat16 (whose values go down to 2^-149): where the
+ * forward's TINY (cl/forward.cl) and the backward's BWD_TINY (cl/backward.cl) scale the rows
+ * whose every value is below 2^-64 (issue 25 point 4). scale_up64(v): v 2^64 for |v| < 2^63,
+ * exact, with no floating-point operation on a subnormal (on x86 one takes a microcode assist of
+ * about 100 cycles): a subnormal's bits as an integer are |v| 2^149, converted exactly; a normal's
+ * exponent field gets 64 more. scale_up64_1: the same for an element. */
+#define SCALE_UP64 (DTYPE != 1 && (TPR == 1 && HOLD == 0 || SPLIT && WG == 1))
+#if SCALE_UP64
+inline floatv scale_up64(floatv v) {
+  const uintv b = CAT(as_uint, VSUFFIX)(v), mag = b & 0x7FFFFFFFu;
+  const floatv sub = CAT(convert_float, VSUFFIX)(CAT(as_int, VSUFFIX)(mag)) * 0x1p-85f;
+  const floatv nrm = CAT(as_float, VSUFFIX)(mag + 0x20000000u);
+  const floatv r = select(nrm, sub, CAT(as_int, VSUFFIX)(mag) < 0x00800000);
+  return CAT(as_float, VSUFFIX)(CAT(as_uint, VSUFFIX)(r) | (b & 0x80000000u));
+}
+inline float scale_up64_1(float v) {
+  const uint b = as_uint(v), mag = b & 0x7FFFFFFFu;
+  const float r = mag < 0x00800000u ? (float)mag * 0x1p-85f : as_float(mag + 0x20000000u);
+  return as_float(as_uint(r) | (b & 0x80000000u));
+}
+#endif

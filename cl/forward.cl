@@ -15,16 +15,8 @@
  * rstd 2^-64 instead: the same product rounded once, the same bits, without the assist (an
  * output that is itself subnormal still takes one). */
 #define TINY (TPR == 1 && HOLD == 0 && DTYPE != 1 && (RMS || STATS != 0))
-#if TINY
-/* v 2^64 for |v| < 2^63, exact, with no floating-point operation on a subnormal: a subnormal's
- * bits as an integer are |v| 2^149, converted exactly; a normal's exponent field gets 64 more. */
-inline floatv scale_up64(floatv v) {
-  const uintv b = CAT(as_uint, VSUFFIX)(v), mag = b & 0x7FFFFFFFu;
-  const floatv sub = CAT(convert_float, VSUFFIX)(CAT(as_int, VSUFFIX)(mag)) * 0x1p-85f;
-  const floatv nrm = CAT(as_float, VSUFFIX)(mag + 0x20000000u);
-  const floatv r = select(nrm, sub, CAT(as_int, VSUFFIX)(mag) < 0x00800000);
-  return CAT(as_float, VSUFFIX)(CAT(as_uint, VSUFFIX)(r) | (b & 0x80000000u));
-}
+#if TINY && !SCALE_UP64
+#error "TINY needs scale_up64 (cl/common.cl, SCALE_UP64)"
 #endif
 
 /* What the two ops' kernels differ by besides their statistics: the name, LayerNorm's beta and
