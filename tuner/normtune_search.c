@@ -65,6 +65,18 @@ void measure(search *se, clnorm_result *r, double best, errors *e) {
   r->gbps = r->outcome == CLNORM_OUTCOME_OK ? tool_op_bytes(&call) / t.median / 1e9 : NAN;
 }
 
+/* Whether the database holds a result of v on the search's shape (this device and kernels);
+ * copies it to *stored. */
+static int stored_result(const search *se, const clnorm_variant *v, clnorm_result *stored) {
+  clnorm_result r;
+  char err[256];
+  int found = 0;
+  result_key(se, v, &r);
+  return clnorm__db_get(se->db, &se->s->identity, &r, stored, &found, err, sizeof err) ==
+             CLNORM_OK &&
+         found;
+}
+
 double evaluate(search *se, size_t i) {
   candidate *c = &se->c[i];
   if (c->evaluated)
@@ -83,10 +95,8 @@ double evaluate(search *se, size_t i) {
   clnorm_result r;
   result_key(se, &c->v, &r);
   char err[1024];
-  int found = 0;
   clnorm_result stored;
-  if (clnorm__db_get(se->db, &se->s->identity, &r, &stored, &found, err, sizeof err) == CLNORM_OK &&
-      found) {
+  if (stored_result(se, &c->v, &stored)) {
     c->median = stored.outcome == CLNORM_OUTCOME_OK ? stored.median_s : INFINITY;
   } else {
     errors e;
@@ -155,18 +165,49 @@ void prebuild_all(search *se, const clnorm_call *call) {
     die(1, "out of memory");
   size_t m = 0;
   for (size_t i = 0; i < se->n; i++) {
-    clnorm_result r, stored;
-    int found = 0;
-    char err[256];
-    result_key(se, &se->c[i].v, &r);
-    if (clnorm__db_get(se->db, &se->s->identity, &r, &stored, &found, err, sizeof err) ==
-            CLNORM_OK &&
-        found)
-      continue;
-    v[m++] = se->c[i].v;
+    clnorm_result stored;
+    if (!stored_result(se, &se->c[i].v, &stored))
+      v[m++] = se->c[i].v;
   }
   build_all(se->s->ctx, call, 0, v, m);
   free(v);
+}
+
+typedef struct ab_shape_find {
+  const shape *sh;
+  int hit;
+} ab_shape_find;
+
+static int find_ab_of_shape(void *user, const clnorm_ab *ab) {
+  ab_shape_find *f = user;
+  if (ab->op == f->sh->op && ab->dtype == f->sh->dtype && ab->cols == f->sh->cols &&
+      ab->rows == f->sh->rows && ab->row_class == clnorm__row_class(f->sh->rows)) {
+    f->hit = 1;
+    return 1;
+  }
+  return 0;
+}
+
+int read_back_completed(search *se, size_t limit) {
+  char err[256];
+  ab_shape_find f = {se->sh, 0};
+  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hash, find_ab_of_shape, &f, err,
+                         sizeof err) != CLNORM_OK ||
+      !f.hit)
+    return 0;
+  size_t stored_count = 0;
+  for (size_t i = 0; i < se->n; i++) {
+    clnorm_result stored;
+    stored_count += stored_result(se, &se->c[i].v, &stored);
+  }
+  if (stored_count < limit)
+    return 0; /* a search of more candidates than the run that finished it (a larger --fraction) */
+  for (size_t i = 0; i < se->n; i++) {
+    clnorm_result stored;
+    if (stored_result(se, &se->c[i].v, &stored))
+      evaluate(se, i); /* read back: nothing is measured */
+  }
+  return 1;
 }
 
 static void run_exhaustive(search *se, size_t start, size_t limit, clnorm_rng *rng) {

@@ -152,9 +152,11 @@ int cmd_tune(const options *o) {
                 tool_now() + (se.deadline - tool_now()) / (double)(se.shape_count - se.shape_index);
           const size_t limit = (size_t)ceil(o->fraction * (double)se.n);
           const strategy *strat = find_strategy(o->strategy);
-          if (strat->prebuild || (strat->sampled && prebuild_sampled(&s, o)))
-            prebuild_all(&se, &call);
-          strat->run(&se, start, limit, &rng);
+          if (!read_back_completed(&se, strat->sampled ? limit : se.n)) {
+            if (strat->prebuild || (strat->sampled && prebuild_sampled(&s, o)))
+              prebuild_all(&se, &call);
+            strat->run(&se, start, limit, &rng);
+          }
           se.deadline = shape_deadline_save;
           evaluate_class_winner(&se);
           confirm(&se, start); /* against the whole run's deadline: the search used the shape's */

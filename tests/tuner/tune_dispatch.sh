@@ -85,4 +85,34 @@ if grep -Eq '^(layernorm|rmsnorm) f32 64x256 wg=' "$WORK/again.out"; then
   fail "the second run measured again: $(grep -E '^(layernorm|rmsnorm) f32' "$WORK/again.out")"
 fi
 [[ $(results "$DB") -eq $before ]] || fail "the second run changed the row count"
+
+step "a shape an earlier run completed is read back, not searched again"
+# The confirmation rewrites the fastest candidates' times, so a search over the stored times can
+# walk another path than the run that stored them and measure candidates it never saw (a resumed
+# run on the H200 measured 9,601 new results of 76 finished shapes). Here a run of twice the
+# fraction finishes the shape; then the first candidate it measured after the heuristic's (the
+# first of its random sample, so the first of any fraction's: one order, one seed) is deleted,
+# which a search at the default fraction would measure again: the shape, finished with more
+# candidates stored than that search takes, must be read back as it is.
+DB2=$WORK/completed.db
+tune "$DB2" completed_first --ops layernorm --fraction 0.06
+sqlite3 "$DB2" "DELETE FROM results WHERE id = (SELECT min(id) FROM results r WHERE id >
+  (SELECT min(id) FROM results) AND NOT EXISTS (SELECT 1 FROM ab a WHERE
+  (a.wg, a.tpr, a.vec, a.hold, a.reduce, a.stats) = (r.wg, r.tpr, r.vec, r.hold, r.reduce,
+   r.stats) OR (a.h_wg, a.h_tpr, a.h_vec, a.h_hold, a.h_reduce, a.h_stats) = (r.wg, r.tpr,
+   r.vec, r.hold, r.reduce, r.stats)))"
+kept=$(results "$DB2")
+tune "$DB2" completed --ops layernorm
+if grep -Eq '^layernorm f32 64x256 wg=' "$WORK/completed.out"; then
+  fail "the completed shape was searched again: $(grep -E '^layernorm f32' "$WORK/completed.out")"
+fi
+expect_in "$WORK/completed.out" '1 read back from the database' "the shape is read back"
+[[ $(results "$DB2") -eq $kept ]] ||
+  fail "the run changed the row count ($kept before, $(results "$DB2") after)"
+
+step "a larger --fraction searches a completed shape again"
+tune "$DB2" completed_more --ops layernorm --fraction 0.12
+grep -Eq '^layernorm f32 64x256 wg=' "$WORK/completed_more.out" ||
+  fail "a run of a larger fraction measured nothing: $(tail -n 2 "$WORK/completed_more.out")"
+[[ $(results "$DB2") -gt $kept ]] || fail "a run of a larger fraction stored nothing new"
 pass
