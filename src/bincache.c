@@ -33,19 +33,10 @@
 #define PAYLOAD_MAX (1ull << 30) /* larger claims are damage, not binaries */
 #define KEY_MAX 4096
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 static uint64_t rotl(uint64_t v, int r) { return (v << r) | (v >> (64 - r)); }
 
 uint64_t clnorm__bincache_key_hash(const char *key, size_t key_len) {
-  return fnv1a(14695981039346656037ull, key, key_len);
+  return clnorm__fnv1a(CLNORM_FNV_BASIS, key, key_len);
 }
 
 /* The checksum of the key (its hash seeds every lane) and the payload: four independent lanes
@@ -64,7 +55,7 @@ uint64_t clnorm__bincache_checksum(uint64_t key_hash, const unsigned char *data,
         word |= (uint64_t)data[i + 8 * k + b] << (8 * b);
       lane[k] = rotl((lane[k] ^ word) * prime, 31);
     }
-  uint64_t h = fnv1a(14695981039346656037ull ^ key_hash, data + i, n - i);
+  uint64_t h = clnorm__fnv1a(CLNORM_FNV_BASIS ^ key_hash, data + i, n - i);
   for (int k = 0; k < 4; k++)
     h = (h ^ lane[k]) * prime;
   return h ^ (uint64_t)n;
@@ -190,9 +181,9 @@ static int entry_key(const clnorm_ctx *ctx, const char *const *sources, const si
                      size_t path_size) {
   if (!ctx->bincache_dir)
     return 0;
-  uint64_t source_hash = 14695981039346656037ull;
+  uint64_t source_hash = CLNORM_FNV_BASIS;
   for (size_t i = 0; i < count; i++)
-    source_hash = fnv1a(source_hash, sources[i], lengths[i]);
+    source_hash = clnorm__fnv1a(source_hash, sources[i], lengths[i]);
   const int n = snprintf(key, key_size, "clnorm program binary\nsource %016llx\noptions %s\n%s",
                          (unsigned long long)source_hash, options, ctx->bincache_device);
   if (n < 0 || (size_t)n >= key_size)

@@ -389,6 +389,15 @@ clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_
                                   cl_kernel *out);
 void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel);
 void clnorm__programs_free(clnorm_ctx *ctx);
+/* FNV-1a (64 bits) of n bytes, continuing from h: the kernel hash (program.c) and the binary
+ * cache's keys and checksums (bincache.c). Start from CLNORM_FNV_BASIS. */
+#define CLNORM_FNV_BASIS 14695981039346656037ull
+static inline uint64_t clnorm__fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
 /* The hash that keys tuned results: clnorm__source_hash over every embedded kernel source, which
  * an edit of comments or spacing alone does not change (src/program.c). */
 uint64_t clnorm__kernel_hash(void);

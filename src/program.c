@@ -44,7 +44,7 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
            info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");
 }
 
-static uint64_t fnv1a_byte(uint64_t h, unsigned char c) { return (h ^ c) * 1099511628211ull; }
+static uint64_t hash_byte(uint64_t h, unsigned char c) { return clnorm__fnv1a(h, &c, 1); }
 
 /* FNV-1a over what the compiler sees of a source, so that an edit of comments or of spacing
  * leaves tuned results valid: each comment is one space, as the C preprocessor has it (a `//`
@@ -81,21 +81,21 @@ uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len) {
     }
     if (c == '\n') {
       if (!line_start)
-        h = fnv1a_byte(h, '\n');
+        h = hash_byte(h, '\n');
       line_start = 1;
       space = 0;
       continue;
     }
     if (space && !line_start)
-      h = fnv1a_byte(h, ' ');
+      h = hash_byte(h, ' ');
     space = 0;
     line_start = 0;
-    h = fnv1a_byte(h, (unsigned char)c);
+    h = hash_byte(h, (unsigned char)c);
     if (c == '"' || c == '\'') /* a literal (inline PTX, #error), as it is, to its closing quote */
       for (i++; i < len; i++) {
-        h = fnv1a_byte(h, (unsigned char)src[i]);
+        h = hash_byte(h, (unsigned char)src[i]);
         if (src[i] == '\\' && i + 1 < len)
-          h = fnv1a_byte(h, (unsigned char)src[++i]);
+          h = hash_byte(h, (unsigned char)src[++i]);
         else if (src[i] == c)
           break;
       }
@@ -109,10 +109,10 @@ uint64_t clnorm__kernel_hash(void) {
                          clnorm__src_split};
   const size_t lengths[] = {clnorm__src_common_len, clnorm__src_forward_len,
                             clnorm__src_backward_len, clnorm__src_split_len};
-  uint64_t h = 14695981039346656037ull;
+  uint64_t h = CLNORM_FNV_BASIS;
   for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
     h = clnorm__source_hash(h, parts[i], lengths[i]);
-    h = fnv1a_byte(h, '\n'); /* a file ends a line */
+    h = hash_byte(h, '\n'); /* a file ends a line */
   }
   return h;
 }
