@@ -15,6 +15,9 @@
 # cpu: PoCL), KIT (the device kit, sourced when nvidia-smi exists).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# the builds' heuristics against each other: their shipped tables off, unless the caller set
+# CLNORM_NO_BUILTIN
+export CLNORM_NO_BUILTIN=${CLNORM_NO_BUILTIN-1}
 base=$(cd "${BASE:?set BASE to the tree of the earlier build}" && pwd)
 out=${OUT:-$root/build-ab}
 rounds=${ROUNDS:-3}

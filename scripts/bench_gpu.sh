@@ -19,6 +19,8 @@
 #   CLNORM_BENCH_OPS, CLNORM_BENCH_DTYPES   the bench's --ops and --dtypes (default: all)
 #   CLNORM_DB=PATH            a tuning database for the dispatcher (default: none, so the
 #                             figures are the heuristic's, the same on every fresh machine)
+#   CLNORM_NO_BUILTIN=0       the shipped table (src/builtin_table.h) on, as a user without a
+#                             database has it (default 1: off, the heuristic's figures)
 #   PEER=0                    no PyTorch run (a machine without CUDA)
 #   PEER=cpu                  the peer is PyTorch on the CPU (scripts/peer_cpu.py, every core),
 #                             for clnorm on PoCL (issue 6): DEVICE=cpu PEER=cpu bash ...
@@ -30,6 +32,8 @@
 # Exit status: normtune's (1 when a check failed), or 1 when a step could not run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# the heuristic's figures: the shipped table off too, unless the caller set CLNORM_NO_BUILTIN
+export CLNORM_NO_BUILTIN=${CLNORM_NO_BUILTIN-1}
 out=${OUT:-${1:-}}
 if [ -z "$out" ]; then
   echo "usage: bash scripts/bench_gpu.sh OUTDIR (or set OUT)" >&2

@@ -12,6 +12,8 @@
 # DEVICE (default NVIDIA; empty: normtune's default device).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# the heuristic's figures: the shipped table off, unless the caller set CLNORM_NO_BUILTIN
+export CLNORM_NO_BUILTIN=${CLNORM_NO_BUILTIN-1}
 out=${OUT:-$root/env-sweep}
 var=${VAR:?set VAR to the environment variable to sweep}
 values=${VALUES:?set VALUES to its values (default: unset)}

@@ -105,6 +105,15 @@ void clnorm__builtin_use(clnorm_ctx *ctx, const clnorm_builtin *table, size_t co
                          const char *arch) {
   if (!arch)
     arch = ctx->info.arch;
+  /* CLNORM_NO_BUILTIN (any value but empty or 0): no built-in level, so that a measurement of
+   * "no tuning" through the dispatcher (scripts/bench_gpu.sh, ab_builds.sh, env_sweep.sh) is the
+   * heuristic's, whatever the shipped table holds. */
+  const char *off = getenv("CLNORM_NO_BUILTIN");
+  if (off && *off && strcmp(off, "0") != 0) {
+    if (count)
+      clnorm__log(CLNORM_LOG_INFO, "the built-in table is off (CLNORM_NO_BUILTIN=%s)", off);
+    count = 0;
+  }
   builtin_select(ctx, table, count, CLNORM_TABLE_BUILTIN, OWN, arch);
   builtin_select(ctx, table, count, CLNORM_TABLE_SIBLING, SIBLING, arch);
   builtin_select(ctx, table, count, CLNORM_TABLE_VENDOR, VENDOR, arch);

@@ -411,6 +411,15 @@ static void nearest_case(void) {
   expect_choice("nearest, far below", ctx, op, ROWS, 64, CLNORM_CHOICE_HEURISTIC, NULL);
   expect_choice("nearest, above the range", ctx, op, ROWS, 4096, CLNORM_CHOICE_BUILTIN, &v[1]);
   expect_choice("nearest, far above", ctx, op, ROWS, 8192, CLNORM_CHOICE_HEURISTIC, NULL);
+  /* CLNORM_NO_BUILTIN: the same table is not used; "0" is not "off" */
+  setenv("CLNORM_NO_BUILTIN", "1", 1);
+  clnorm__builtin_use(ctx, table, sizeof table / sizeof table[0], NULL);
+  expect_choice("CLNORM_NO_BUILTIN=1, tuned", ctx, op, ROWS, 256, CLNORM_CHOICE_HEURISTIC, NULL);
+  expect_choice("CLNORM_NO_BUILTIN=1, nearest", ctx, op, ROWS, 1536, CLNORM_CHOICE_HEURISTIC, NULL);
+  setenv("CLNORM_NO_BUILTIN", "0", 1);
+  clnorm__builtin_use(ctx, table, sizeof table / sizeof table[0], NULL);
+  expect_choice("CLNORM_NO_BUILTIN=0, tuned", ctx, op, ROWS, 256, CLNORM_CHOICE_BUILTIN, &v[0]);
+  unsetenv("CLNORM_NO_BUILTIN");
   clnorm_ctx_destroy(ctx);
 }
 
