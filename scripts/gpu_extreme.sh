@@ -51,22 +51,8 @@ if [ "${PTX:-0}" = 1 ]; then
     n=$(name "$c")
     dir=$work/ptx-$n
     mkdir -p "$dir"
-    # src/bincache.c's entry: "CLNMBIN", version, key length, payload length, then key and payload
-    python3 - "$work/cache-$n" "$dir" <<'EOF'
-import os, struct, sys
-cache, dest = sys.argv[1:]
-entries = sorted((os.path.getmtime(os.path.join(cache, f)), f) for f in os.listdir(cache))
-for i, (_, f) in enumerate(entries):
-    data = open(os.path.join(cache, f), "rb").read()
-    if len(data) < 32 or data[:7] != b"CLNMBIN":
-        continue
-    version, key_len, payload_len = struct.unpack_from("<IIQ", data, 8)
-    head = 32 if version == 1 else 40
-    key = data[head:head + key_len].decode("utf-8", "replace")
-    ptx = data[head + key_len:head + key_len + payload_len].rstrip(b"\0")
-    open(os.path.join(dest, "%03d.key" % i), "w").write(key)
-    open(os.path.join(dest, "%03d.ptx" % i), "wb").write(ptx)
-EOF
+    # NNN.ptx and NNN.key, numbered in the order the process built them
+    python3 "$root/scripts/bincache_ptx.py" --order mtime "$work/cache-$n" "$dir"
     for p in $(find "$dir" -name '*.ptx' | sort | tail -n "${PTX_LAST:-4}"); do
       echo "== $(basename "$p"): $(grep -oE -- '-D[A-Z0-9_]+=[0-9]+' "${p%.ptx}.key" | tr '\n' ' ')"
       "$ptxas" -arch="${ARCH:-sm_90}" -v "$p" -o /dev/null 2>&1

@@ -55,8 +55,10 @@ for c in "${cases[@]}"; do
     rc=1
     continue
   fi
-  python3 - "$cache" "$out/ptx" "$op" "$dt" "$shape" "$ptxas" "$arch" >>"$report" <<'EOF'
-import collections, os, re, struct, subprocess, sys
+  PYTHONPATH="$root/scripts${PYTHONPATH:+:$PYTHONPATH}" python3 - "$cache" "$out/ptx" "$op" "$dt" \
+    "$shape" "$ptxas" "$arch" >>"$report" <<'EOF'
+import collections, os, re, subprocess, sys
+from bincache_ptx import entries
 cache, ptxdir, op, dt, shape, ptxas, arch = sys.argv[1:]
 WIDTH = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "u32": 4, "s32": 4,
          "b32": 4, "f32": 4, "u64": 8, "s64": 8, "b64": 8, "f64": 8}
@@ -65,14 +67,8 @@ def widths(ptx, kind):
     for m in re.finditer(r"\b%s\.global(?:\.[a-z]+)*?(?:\.v(\d))?\.([usbf]\d+)\b" % kind, ptx):
         count[int(m.group(1) or 1) * WIDTH[m.group(2)]] += 1
     return ", ".join("%dB x %d" % (w, n) for w, n in sorted(count.items())) or "-"
-for name in sorted(os.listdir(cache)):
-    data = open(os.path.join(cache, name), "rb").read()
-    if len(data) < 32 or data[:7] != b"CLNMBIN":
-        continue
-    version, key_len, payload_len = struct.unpack_from("<IIQ", data, 8)
-    head = 32 if version == 1 else 40  # src/bincache.c: format 2 adds the key's hash
-    key = data[head:head + key_len].decode("utf-8", "replace")
-    ptx = data[head + key_len:head + key_len + payload_len].rstrip(b"\0").decode("utf-8", "replace")
+for _, name, key, payload in entries(cache, "name"):
+    ptx = payload.decode("utf-8", "replace")
     opts = " ".join(o for o in re.findall(r"-D(?:WG|TPR|VEC|HOLD|REDUCE|STATS|SPLIT|RAW16|PTX)=\d+", key))
     path = os.path.join(ptxdir, "%s-%s-%s-%s.ptx" % (op, dt, shape, name[:12]))
     open(path, "w").write(ptx)

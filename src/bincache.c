@@ -7,6 +7,8 @@
  *   magic "CLNMBIN\0", u32 format version, u32 key length, u64 payload length,
  *   u64 checksum of the key and the payload, u64 hash of the key (all little-endian), the key,
  *   the payload (the driver's binary).
+ * scripts/bincache_ptx.py reads entries too (NVIDIA's PTX, for the GPU scripts): a change of the
+ * layout goes there as well.
  * The checksum covers the key so that a payload cannot pass under another entry's header (two
  * sound entries spliced, issue 25); the loaded program must also have the kernels the caller
  * asks for. Anything that does not match exactly (another key under a colliding name, a short or
