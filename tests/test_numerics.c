@@ -311,11 +311,15 @@ int main(int argc, char **argv) {
     }
     free(vars);
   }
+  /* The layouts of `test_numerics extreme` (kind 1) and `test_numerics subnormal` (kind 2). */
   static const struct {
+    int kind;
     size_t rows, cols;
     int split;
-  } extreme_layouts[] = {{64, 768, 0}, {8, 1001, 0}, {4, 16384, 1}, {0, 0, 0}, {0, 0, 0}},
-    subnormal_layouts[] = {{24, 768, 0}, {6, 1001, 0}, {6, 16384, 1}, {2, 1001, 0}, {2, 16384, 1}};
+    int bwd_only; /* the backward's tiny rows alone (cl/backward.cl, BWD_TINY) */
+  } extreme_layouts[] = {{1, 64, 768, 0, 0}, {1, 8, 1001, 0, 0}, {1, 4, 16384, 1, 0},
+                         {2, 24, 768, 0, 0}, {2, 6, 1001, 0, 0}, {2, 6, 16384, 1, 0},
+                         {2, 2, 1001, 0, 1}, {2, 2, 16384, 1, 1}};
   for (int o = 0; o < CLNORM_OP_COUNT && extreme; o++)
     for (int d = 0; d < 3; d++) {
       const clnorm_op op = (clnorm_op)o;
@@ -324,17 +328,14 @@ int main(int argc, char **argv) {
           (argc > 3 && strcmp(argv[3], clnorm_dtype_name(dtype)) != 0))
         continue;
       for (size_t l = 0; l < sizeof extreme_layouts / sizeof extreme_layouts[0]; l++) {
-        if ((extreme != 2 && extreme_layouts[l].rows == 0) ||
-            (extreme == 2 && l >= 3 && !oc_is_bwd(op))) /* the backward's tiny rows alone */
+        const size_t rows = extreme_layouts[l].rows, cols = extreme_layouts[l].cols;
+        if (extreme_layouts[l].kind != extreme || (extreme_layouts[l].bwd_only && !oc_is_bwd(op)))
           continue;
-        const size_t rows = extreme == 2 ? subnormal_layouts[l].rows : extreme_layouts[l].rows;
-        const size_t cols = extreme == 2 ? subnormal_layouts[l].cols : extreme_layouts[l].cols;
         char name[48];
         snprintf(name, sizeof name, "%zux%zu", rows, cols);
         if (argc > 4 && strcmp(argv[4], name) != 0)
           continue;
-        run_extreme(&h, op, dtype, rows, cols,
-                    extreme == 2 ? subnormal_layouts[l].split : extreme_layouts[l].split, extreme,
+        run_extreme(&h, op, dtype, rows, cols, extreme_layouts[l].split, extreme,
                     argc > 5 ? argv[5] : NULL, argc > 6 && strcmp(argv[6], "plain") == 0, &runs);
       }
     }
