@@ -359,12 +359,17 @@ void confirm(search *se, size_t h);
 #define AB_ROUNDS 6
 #define AB_MARGIN 0.02
 int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out);
-/* After ab_test chose the candidate: its A/B again at the first and the last row count of its row
- * class (the last class: its first), other than the rows tuned, each verified first, so that the
+/* After ab_test chose the candidate: its A/B again at half and twice the rows tuned (the factor
+ * within which the dispatcher uses a winner, CLNORM_ROWS_NEAR_RATIO), kept inside the row class
+ * (the last class: below only), other than the rows tuned, each verified first, so that the
  * class's winner stands only where the rows it covers were compared. On the H100, bfloat16
  * winners tuned at 128 rows of 65536 cols ran at 0.93-0.94x of the heuristic at 256 rows
- * (docs/TUNING.md). Stored like ab_test's (clnorm__db_put_ab: an A/B that keeps the heuristic
- * makes it the class's winner); reused when resumed. Returns 1 when one kept the heuristic
+ * (docs/TUNING.md). Until 2026-11-29 the A/Bs were at the class's first and last row counts,
+ * which a winner is not used at when they are more than twice away: on the H200 LayerNorm
+ * float32's winners at 2048 rows (2.5-14.1% faster) lost at 257 rows, a single wave, and the
+ * class kept the heuristic at 2048 rows too. Stored like ab_test's (clnorm__db_put_ab: an A/B that
+ * keeps the heuristic makes it the class's winner); reused when resumed. Returns 1 when one kept
+ * the heuristic
  * (*out: that one), 0 when the candidate won every one (*out: the last), -1 when none was made
  * (the rows the heuristic's own variant, shapes that do not fit, Ctrl-C). */
 int ab_edges(search *se, const clnorm_ab *won, clnorm_ab *out);

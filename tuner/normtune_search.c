@@ -662,7 +662,13 @@ static int ab_at_rows(search *se, const clnorm_ab *won, size_t rows, clnorm_ab *
 int ab_edges(search *se, const clnorm_ab *won, clnorm_ab *out) {
   const unsigned c = won->row_class;
   const size_t first = clnorm__row_class_first(c), next = clnorm__row_class_first(c + 1);
-  const size_t edges[2] = {first, next ? next - 1 : 0};
+  /* where the dispatcher would use it: within CLNORM_ROWS_NEAR_RATIO of the rows tuned, inside
+   * the class (the last class has no end: no A/B above) */
+  const size_t rows = (size_t)won->rows, ratio = CLNORM_ROWS_NEAR_RATIO;
+  const size_t below = (rows + ratio - 1) / ratio;
+  const size_t above = rows <= SIZE_MAX / ratio ? rows * ratio : SIZE_MAX;
+  const size_t edges[2] = {below > first ? below : first,
+                           next ? (above < next - 1 ? above : next - 1) : 0};
   int compared = 0;
   for (size_t i = 0; i < 2; i++) {
     if (!edges[i] || edges[i] == won->rows || (i == 1 && edges[1] == edges[0]))

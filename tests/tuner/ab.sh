@@ -6,9 +6,11 @@
 # - one 5% faster is, unless the rounds' noise (10%) is larger than its gain;
 # - a shape tuned at one row count where the candidate wins, then at another row count of the
 #   same row class where its own A/B says it loses: the dispatcher runs the heuristic there;
-# - a candidate that wins at the rows tuned is compared again at its row class's first and last
-#   row counts (17 and 256 for 64 rows; 4097 for 5000), where the heuristic's variant there is
-#   the one of the rows tuned, and one that loses there is not the class's winner. A CPU's
+# - a candidate that wins at the rows tuned is compared again at half and twice those rows, within
+#   its row class (32 and 128 for 64 rows; 4097 for 5000), where the heuristic's variant there is
+#   the one of the rows tuned, and one that loses there is not the class's winner; the class's
+#   first and last row counts further away (17 and 256 for 64 rows, where the candidate loses
+#   here) are not compared: the dispatcher does not use the winner there. A CPU's
 #   forward heuristic changes with the rows (its rows per group: how many depends on the cores),
 #   its backward heuristic does not: the backward checks the edges exactly.
 # - a winner is used only within a factor 2 of the row counts where its A/B won: rmsnorm won at
@@ -47,7 +49,7 @@ expect_winner() {
 }
 
 step "tune 256 cols at rows 8, 64, 300, 5000 (one per row class), timings forced"
-NORMTUNE_TEST_TIMES=8:0.99,64:0.95,17:0.95,256:0.95,300:0.95:0.1,5000:0.5,4097:0.5 \
+NORMTUNE_TEST_TIMES=8:0.99,64:0.95,32:0.95,128:0.95,17:1.5,256:1.5,300:0.95:0.1,5000:0.5,4097:0.5 \
   tune "$DB" tune --rows 8,64,300,5000 --fraction 0.01
 expect_in "$WORK/tune.out" '^best layernorm f32 8x256: .*heuristic kept at 8 rows: best candidate .* was only 1\.0% faster' \
   "tune says the heuristic is kept at 8 rows"
@@ -57,7 +59,7 @@ expect_in "$WORK/tune.out" '^best layernorm f32 300x256: .*heuristic kept at 300
   "tune says the noise kept the heuristic at 300 rows"
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
 expect_winner 0 heuristic "heuristic " "1% faster, within the 2% margin"
-expect_winner 1 candidate "(tuned )+" "5% faster, no noise (at 64 rows and the edges compared)"
+expect_winner 1 candidate "(tuned )+" "5% faster, no noise (at 32, 64 and 128 rows; 17 and 256 not compared)"
 expect_winner 2 heuristic "heuristic " "5% faster, 10% noise"
 expect_winner 3 candidate "(tuned )+" "2x faster (at 5000 rows and 4097 if compared)"
 expect_rc 0 show_text "$NORMTUNE" show --db "$DB"
@@ -73,20 +75,22 @@ expect_in "$WORK/again.out" '^best layernorm f32 6000x256: .*heuristic kept at 6
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
 expect_winner 3 heuristic "(tuned )+heuristic " "won at 5000 rows (and 4097), lost at 6000"
 
-step "the backward at 64 rows: the candidate wins there and at the class's edges, 17 and 256 rows"
-NORMTUNE_TEST_TIMES=64:0.95,17:0.95,256:0.95 tune "$DB" edges --ops layernorm_bwd --fraction 0.01
-expect_in "$WORK/edges.out" '^best layernorm_bwd f32 64x256: .*tuned at 64 rows: .*; tuned at 256 rows: ' \
-  "tune says the candidate won at the class's edges too"
+step "the backward at 64 rows: the candidate wins there and at half and twice the rows, 32 and 128"
+# it would lose at the class's first and last row counts, 17 and 256: not compared, not used there
+NORMTUNE_TEST_TIMES=64:0.95,32:0.95,128:0.95,17:1.5,256:1.5 tune "$DB" edges --ops layernorm_bwd --fraction 0.01
+expect_in "$WORK/edges.out" '^best layernorm_bwd f32 64x256: .*tuned at 64 rows: .*; tuned at 128 rows: ' \
+  "tune says the candidate won at half and twice the rows too"
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
-expect_winner 1 candidate "tuned tuned tuned " "won at 17, 64 and 256 rows" 256 layernorm_bwd
+expect_winner 1 candidate "tuned tuned tuned " "won at 32, 64 and 128 rows (17 and 256 not compared)" \
+  256 layernorm_bwd
 
-step "the backward, 512 cols at 64 rows: the candidate wins there and at 17 rows, loses at 256"
-NORMTUNE_TEST_TIMES=64:0.95,17:0.95,256:1.05 tune "$DB" edge --ops layernorm_bwd --cols 512 \
+step "the backward, 512 cols at 64 rows: the candidate wins there and at 32 rows, loses at 128"
+NORMTUNE_TEST_TIMES=64:0.95,32:0.95,128:1.05 tune "$DB" edge --ops layernorm_bwd --cols 512 \
   --fraction 0.01
-expect_in "$WORK/edge.out" '^best layernorm_bwd f32 64x512: .*tuned at 64 rows: .*; heuristic kept at 256 rows: best candidate .* was only 4\.8% slower' \
-  "tune says the heuristic is kept for the class at its last row count"
+expect_in "$WORK/edge.out" '^best layernorm_bwd f32 64x512: .*tuned at 64 rows: .*; heuristic kept at 128 rows: best candidate .* was only 4\.8% slower' \
+  "tune says the heuristic is kept for the class at twice the rows"
 expect_rc 0 show "$NORMTUNE" show --db "$DB" --json
-expect_winner 1 heuristic "tuned tuned heuristic " "won at 17 and 64 rows, lost at 256" 512 \
+expect_winner 1 heuristic "tuned tuned heuristic " "won at 32 and 64 rows, lost at 128" 512 \
   layernorm_bwd
 
 step "rmsnorm at 8192 rows, where the candidate wins: used at 16000 rows, not at 40000 (the same class)"
