@@ -16,11 +16,13 @@
 # STOP_AFTER=SECONDS: interrupt the tune (SIGINT, results kept) after that long, so that one call
 # of the machine's 10-minute limit still exports; unlike --budget it does not hurry the shapes.
 # The programs built go with the database: clnorm's binary cache and NVIDIA's own (CUDA_CACHE_PATH)
-# are kept in build-tune/ and packed into $OUT/caches-CARD.tar.xz (when it is under the 16 MiB a
-# file that comes back from the machine; put it in build-tune/ to resume), unpacked from
-# build-tune/caches-CARD.tar.xz when carried: a resumed run then skips NVIDIA's compiles of the
-# programs an earlier call built (H100: 228 ms a program cold, 88 with clnorm's cache alone, 3.9
-# with both; docs/PERFORMANCE.md, start-up).
+# are kept in build-tune/caches-CARD/{clnorm,nvidia} and packed into $OUT/caches-CARD-clnorm.tar.xz
+# and $OUT/caches-CARD-nvidia.tar.xz, each kept when under the 16 MiB a file that comes back from
+# the machine may be (the two in one file were 23 MiB after LayerNorm float32's 76 shapes on the
+# H200; put them in build-tune/ to resume), unpacked from build-tune/ when carried (the single
+# caches-CARD.tar.xz of before too): a resumed run then skips NVIDIA's compiles of the programs an
+# earlier call built (H100: 228 ms a program cold, 88 with clnorm's cache alone, 3.9 with both;
+# docs/PERFORMANCE.md, start-up).
 # Exit status: normtune tune's (130: a signal cut it short; 124: STOP_AFTER did; the same call
 # resumes).
 set -euo pipefail
@@ -45,9 +47,12 @@ fi
 card=${card:-device}
 db=$root/build-tune/$card.db
 caches=$root/build-tune/caches-$card
-if [ -f "$caches.tar.xz" ] && [ ! -d "$caches" ]; then
-  tar -xJf "$caches.tar.xz" -C "$root/build-tune" || echo "== $caches.tar.xz: not unpacked" >&2
-fi
+for packed in "$caches.tar.xz" "$caches-clnorm.tar.xz" "$caches-nvidia.tar.xz"; do
+  if [ -f "$packed" ]; then
+    tar -xJf "$packed" -C "$root/build-tune" && rm -f "$packed" ||
+      echo "== $packed: not unpacked" >&2
+  fi
+done
 mkdir -p "$caches/clnorm" "$caches/nvidia"
 # normtune keeps candidates out of the binary cache unless CLNORM_NO_BINARY_CACHE is set (to 0)
 export CLNORM_NO_BINARY_CACHE=0 CLNORM_BINARY_CACHE_DIR=$caches/clnorm CUDA_CACHE_PATH=$caches/nvidia
@@ -70,13 +75,16 @@ if [ -n "${VERIFY:-}" ]; then
   tail -40 "$out/verify-$card.txt"
 fi
 gzip -c "$db" >"$out/$card.db.gz"
-if tar -C "$root/build-tune" -I "xz -T0 -6" -cf "$out/caches-$card.tar.xz" "caches-$card"; then
-  size=$(stat -c %s "$out/caches-$card.tar.xz")
-  echo "== caches: $(find "$caches" -type f | wc -l) files, $((size / 1048576)) MiB packed" >&2
-  if [ "$size" -gt $((16 * 1048576)) ]; then
-    echo "== caches: over the 16 MiB a file that comes back may be; not kept" >&2
-    rm -f "$out/caches-$card.tar.xz"
+for part in clnorm nvidia; do
+  packed=$out/caches-$card-$part.tar.xz
+  if tar -C "$root/build-tune" -I "xz -T0 -6" -cf "$packed" "caches-$card/$part"; then
+    size=$(stat -c %s "$packed")
+    echo "== caches, $part: $(find "$caches/$part" -type f | wc -l) files, $((size / 1048576)) MiB packed" >&2
+    if [ "$size" -gt $((16 * 1048576)) ]; then
+      echo "== caches, $part: over the 16 MiB a file that comes back may be; not kept" >&2
+      rm -f "$packed"
+    fi
   fi
-fi
+done
 tail -5 "$out/show-$card.txt"
 exit "$rc"
