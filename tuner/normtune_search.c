@@ -173,41 +173,47 @@ void prebuild_all(search *se, const clnorm_call *call) {
   free(v);
 }
 
-typedef struct ab_shape_find {
-  const shape *sh;
+typedef struct ab_find {
+  const clnorm_ab *key;
+  clnorm_ab found;
   int hit;
-} ab_shape_find;
+} ab_find;
 
+/* Whether an A/B of the search's shape at its rows is stored (clnorm__db_ab_same_shape). */
 static int find_ab_of_shape(void *user, const clnorm_ab *ab) {
-  ab_shape_find *f = user;
-  if (ab->op == f->sh->op && ab->dtype == f->sh->dtype && ab->cols == f->sh->cols &&
-      ab->rows == f->sh->rows && ab->row_class == clnorm__row_class(f->sh->rows)) {
-    f->hit = 1;
-    return 1;
-  }
-  return 0;
+  ab_find *f = user;
+  f->hit = clnorm__db_ab_same_shape(ab, f->key);
+  return f->hit;
 }
 
 int read_back_completed(search *se, size_t limit) {
   char err[256];
-  ab_shape_find f = {se->sh, 0};
+  clnorm_ab key;
+  memset(&key, 0, sizeof key);
+  key.op = se->sh->op;
+  key.dtype = se->sh->dtype;
+  key.cols = se->sh->cols;
+  key.rows = se->sh->rows;
+  key.row_class = clnorm__row_class(se->sh->rows);
+  ab_find f = {&key, key, 0};
   if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hash, find_ab_of_shape, &f, err,
                          sizeof err) != CLNORM_OK ||
       !f.hit)
     return 0;
-  size_t stored_count = 0;
-  for (size_t i = 0; i < se->n; i++) {
-    clnorm_result stored;
-    stored_count += stored_result(se, &se->c[i].v, &stored);
-  }
-  if (stored_count < limit)
-    return 0; /* a search of more candidates than the run that finished it (a larger --fraction) */
+  size_t *stored_at = malloc((se->n ? se->n : 1) * sizeof *stored_at), count = 0;
+  if (!stored_at)
+    die(1, "out of memory");
   for (size_t i = 0; i < se->n; i++) {
     clnorm_result stored;
     if (stored_result(se, &se->c[i].v, &stored))
-      evaluate(se, i); /* read back: nothing is measured */
+      stored_at[count++] = i;
   }
-  return 1;
+  /* fewer than this search evaluates: a larger --fraction than the run that finished it */
+  const int completed = count >= limit;
+  for (size_t k = 0; completed && k < count; k++)
+    evaluate(se, stored_at[k]); /* read back: nothing is measured */
+  free(stored_at);
+  return completed;
 }
 
 static void run_exhaustive(search *se, size_t start, size_t limit, clnorm_rng *rng) {
@@ -422,12 +428,6 @@ void ab_note(const clnorm_ab *ab, char *buf, size_t size) {
              "rounds)",
              (unsigned long long)ab->rows, cand, gain, heur, 100.0 * ab->noise, ab->rounds);
 }
-
-typedef struct ab_find {
-  const clnorm_ab *key;
-  clnorm_ab found;
-  int hit;
-} ab_find;
 
 static int find_ab(void *user, const clnorm_ab *ab) {
   ab_find *f = user;
