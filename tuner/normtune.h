@@ -373,6 +373,16 @@ int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out);
  * (*out: that one), 0 when the candidate won every one (*out: the last), -1 when none was made
  * (the rows the heuristic's own variant, shapes that do not fit, Ctrl-C). */
 int ab_edges(search *se, const clnorm_ab *won, clnorm_ab *out);
+/* At half and twice the rows tuned (ab_edges) the winner has already beaten the heuristic: it
+ * stands there unless it is slower, median over median, by more than AB_EDGE_LOSS. Asking it to
+ * win again by the noise and AB_MARGIN vetoed ties: on the H200 (2026-11-29) 13 of the 24 winners
+ * vetoed at an edge were 0.3-5.7% faster there, or at most 0.3% slower (LayerNorm float32 1536 x
+ * 2048 tuned 8.9% faster, 3.0% faster at 1024 rows with 4.2% noise), and the class ran the
+ * heuristic. A loss of 1% keeps every call within the 0.97x of the heuristic that issue 22 allows;
+ * the 11 that lost 1-21% are still vetoed. Sets ab->kept_heuristic from its medians; an A/B of
+ * rounds 0 (the candidate's outputs were wrong there) stays as it is. */
+#define AB_EDGE_LOSS 0.01
+void ab_decide_edge(clnorm_ab *ab);
 /* The decision from n rounds' times per call (n <= AB_ROUNDS): fills ab's times, noise, rounds
  * and kept_heuristic. */
 void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *ab);

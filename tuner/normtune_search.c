@@ -404,6 +404,12 @@ void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *
   ab->kept_heuristic = !(gain > ab->noise && gain > AB_MARGIN);
 }
 
+void ab_decide_edge(clnorm_ab *ab) {
+  if (ab->rounds == 0)
+    return;
+  ab->kept_heuristic = ab->heuristic_s / ab->candidate_s - 1.0 < -AB_EDGE_LOSS;
+}
+
 void ab_note(const clnorm_ab *ab, char *buf, size_t size) {
   char cand[128], heur[128];
   clnorm_variant_format(&ab->candidate, cand, sizeof cand);
@@ -419,9 +425,16 @@ void ab_note(const clnorm_ab *ab, char *buf, size_t size) {
     snprintf(buf, size,
              "heuristic kept at %llu rows: best candidate %s was only %.1f%% %s than the "
              "heuristic's %s, noise %.1f%% (%u rounds; a winner needs more than the noise and "
-             "%.0f%%)",
+             "%.0f%% at the rows tuned, and to be at most %.0f%% slower at half and twice them)",
              (unsigned long long)ab->rows, cand, fabs(gain), gain >= 0 ? "faster" : "slower", heur,
-             100.0 * ab->noise, ab->rounds, 100.0 * AB_MARGIN);
+             100.0 * ab->noise, ab->rounds, 100.0 * AB_MARGIN, 100.0 * AB_EDGE_LOSS);
+  else if (!(gain > 100.0 * ab->noise && gain > 100.0 * AB_MARGIN)) /* an edge's (ab_decide_edge) */
+    snprintf(buf, size,
+             "stands at %llu rows: %s is %.1f%% %s than the heuristic's %s, noise %.1f%% (%u "
+             "rounds; at half and twice the rows tuned a winner stands unless more than %.0f%% "
+             "slower)",
+             (unsigned long long)ab->rows, cand, fabs(gain), gain >= 0 ? "faster" : "slower", heur,
+             100.0 * ab->noise, ab->rounds, 100.0 * AB_EDGE_LOSS);
   else
     snprintf(buf, size,
              "tuned at %llu rows: %s is %.1f%% faster than the heuristic's %s, noise %.1f%% (%u "
@@ -610,6 +623,13 @@ static int ab_at_rows(search *se, const clnorm_ab *won, size_t rows, clnorm_ab *
           CLNORM_OK &&
       f.hit) {
     *out = f.found;
+    /* stored by an older rule (a win by the noise and AB_MARGIN): decided again from its medians,
+     * nothing timed, and stored with its time of measurement */
+    const int stored = out->kept_heuristic;
+    ab_decide_edge(out);
+    if (out->kept_heuristic != stored &&
+        clnorm__db_put_ab(se->db, &s->identity, out, err, sizeof err) != CLNORM_OK)
+      die(EXIT_DB, "storing the A/B result: %s", err);
     return out->kept_heuristic;
   }
   shape sh;
@@ -637,6 +657,7 @@ static int ab_at_rows(search *se, const clnorm_ab *won, size_t rows, clnorm_ab *
     ab.candidate_s = ab.heuristic_s = t.median;
   } else {
     decided = ab_rounds(s, &sh, &ab);
+    ab_decide_edge(&ab);
   }
   shape_free(&sh);
   if (!decided)
