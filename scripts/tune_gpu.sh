@@ -16,13 +16,20 @@
 # STOP_AFTER=SECONDS: interrupt the tune (SIGINT, results kept) after that long, so that one call
 # of the machine's 10-minute limit still exports; unlike --budget it does not hurry the shapes.
 # The programs built go with the database: clnorm's binary cache and NVIDIA's own (CUDA_CACHE_PATH)
-# are kept in build-tune/caches-CARD/{clnorm,nvidia} and packed into $OUT/caches-CARD-clnorm.tar.xz
-# and $OUT/caches-CARD-nvidia.tar.xz, each kept when under the 16 MiB a file that comes back from
-# the machine may be (the two in one file were 23 MiB after LayerNorm float32's 76 shapes on the
-# H200; put them in build-tune/ to resume), unpacked from build-tune/ when carried (the single
-# caches-CARD.tar.xz of before too): a resumed run then skips NVIDIA's compiles of the programs an
-# earlier call built (H100: 228 ms a program cold, 88 with clnorm's cache alone, 3.9 with both;
-# docs/PERFORMANCE.md, start-up).
+# are kept in build-tune/caches-CARD/{clnorm,nvidia} and packed into $OUT/caches-CARD-clnorm.tar.xz.N
+# and $OUT/caches-CARD-nvidia.tar.xz.N, one xz stream cut into 15 MiB parts (a file that comes back
+# from the machine may be 16 MiB, and at most 8 come back): CACHE_PARTS (default "clnorm:1
+# nvidia:2") caps the parts of each, and when they would be more the newest files are packed, as
+# many as fit (the programs of the op and dtype the run is on; a finished one's are not built
+# again). Put the parts in build-tune/ to resume: they are unpacked from there (the single
+# caches-CARD.tar.xz and caches-CARD-PART.tar.xz of before too), and a resumed run skips NVIDIA's
+# compiles of the programs an earlier call built. NVIDIA's half matters most: the driver compiles
+# PTX to machine code one program at a time (about 4 programs a second on the H200 from 16
+# threads, from source or from clnorm's PTX alike; docs/DEVICES.md), so a call that carries
+# clnorm's cache alone spends minutes on the programs it resumes with. CUDA_CACHE_MAXSIZE is
+# raised to 4 GiB (NVIDIA's cache held 186 MB for 1,379 programs; the default size evicts).
+# The database may be carried as build-tune/CARD.db or build-tune/CARD.db.gz (2 MB where the
+# database is 12; the carried files may be 64 MiB in all).
 # Exit status: normtune tune's (130: a signal cut it short; 124: STOP_AFTER did; the same call
 # resumes).
 set -euo pipefail
@@ -46,11 +53,21 @@ if [ -z "$card" ] && command -v nvidia-smi >/dev/null 2>&1; then
 fi
 card=${card:-device}
 db=$root/build-tune/$card.db
+if [ ! -f "$db" ] && [ -f "$db.gz" ]; then
+  gunzip -c "$db.gz" >"$db.part" && mv "$db.part" "$db" && rm -f "$db.gz"
+fi
 caches=$root/build-tune/caches-$card
 for packed in "$caches.tar.xz" "$caches-clnorm.tar.xz" "$caches-nvidia.tar.xz"; do
   if [ -f "$packed" ]; then
     tar -xJf "$packed" -C "$root/build-tune" && rm -f "$packed" ||
       echo "== $packed: not unpacked" >&2
+  fi
+done
+for part in clnorm nvidia; do
+  parts=("$caches-$part.tar.xz".[0-9])
+  if [ -f "${parts[0]}" ]; then
+    cat "${parts[@]}" | tar -xJf - -C "$root/build-tune" && rm -f "${parts[@]}" ||
+      echo "== $caches-$part.tar.xz.*: not unpacked" >&2
   fi
 done
 mkdir -p "$caches/clnorm" "$caches/nvidia"
@@ -63,8 +80,15 @@ start=$SECONDS
 rc=0
 stop=()
 [ -n "${STOP_AFTER:-}" ] && stop=(timeout -s INT "$STOP_AFTER")
-# every line (normtune prints each evaluation on stdout, progress and summaries on stderr)
-"${stop[@]}" "$normtune" tune --device "$device" --db "$db" "$@" 2>&1 | tee "$out/tune-$card.log" >&2 ||
+# every line (normtune prints each evaluation on stdout, progress and summaries on stderr), the
+# log's lines led by the seconds since the start (where a call's time went: builds, big shapes)
+stamp='import sys, time
+t = time.time()
+for line in sys.stdin:
+    sys.stdout.write("%7.1f %s" % (time.time() - t, line))
+    sys.stdout.flush()'
+"${stop[@]}" "$normtune" tune --device "$device" --db "$db" "$@" 2>&1 | python3 -u -c "$stamp" |
+  tee "$out/tune-$card.log" >&2 ||
   rc=$?
 echo "== tune: exit $rc after $((SECONDS - start)) s" >&2
 "$normtune" show --device "$device" --db "$db" >"$out/show-$card.txt" 2>&1 || true
@@ -75,16 +99,35 @@ if [ -n "${VERIFY:-}" ]; then
   tail -40 "$out/verify-$card.txt"
 fi
 gzip -c "$db" >"$out/$card.db.gz"
-for part in clnorm nvidia; do
-  packed=$out/caches-$card-$part.tar.xz
-  if tar -C "$root/build-tune" -I "xz -T0 -6" -cf "$packed" "caches-$card/$part"; then
-    size=$(stat -c %s "$packed")
-    echo "== caches, $part: $(find "$caches/$part" -type f | wc -l) files, $((size / 1048576)) MiB packed" >&2
-    if [ "$size" -gt $((16 * 1048576)) ]; then
-      echo "== caches, $part: over the 16 MiB a file that comes back may be; not kept" >&2
-      rm -f "$packed"
+# pack_cache PART MAXPARTS: build-tune/caches-CARD/PART as $OUT/caches-CARD-PART.tar.xz.N, the
+# newest files first, as many as MAXPARTS parts of 15 MiB hold (a second try keeps the share of
+# the newest files that the first try's size says fits, with a tenth to spare; a third, half that).
+pack_cache() {
+  local part=$1 max=$2 list keep total size n try
+  list=$(mktemp)
+  (cd "$root/build-tune" && find "caches-$card/$part" -type f -printf '%T@ %p\n') |
+    sort -rn | cut -d' ' -f2- >"$list"
+  total=$(wc -l <"$list")
+  keep=$total
+  for try in 1 2 3; do
+    rm -f "$out/caches-$card-$part.tar.xz".[0-9]
+    [ "$keep" -gt 0 ] || break
+    head -n "$keep" "$list" | tar -C "$root/build-tune" -cf - -T - | xz -T0 -6 |
+      split -b 15M -d -a 1 - "$out/caches-$card-$part.tar.xz."
+    n=$(find "$out" -maxdepth 1 -name "caches-$card-$part.tar.xz.[0-9]" | wc -l)
+    size=$(cat "$out/caches-$card-$part.tar.xz".[0-9] | wc -c)
+    if [ "$n" -le "$max" ]; then
+      echo "== caches, $part: $keep of $total files, $((size / 1048576)) MiB packed in $n part(s)" >&2
+      rm -f "$list"
+      return 0
     fi
-  fi
+    keep=$((keep * max * 15 * 1048576 * 9 / (10 * size * try)))
+  done
+  rm -f "$out/caches-$card-$part.tar.xz".[0-9] "$list"
+  echo "== caches, $part: not packed (over $max parts of 15 MiB)" >&2
+}
+for spec in ${CACHE_PARTS:-clnorm:1 nvidia:2}; do
+  pack_cache "${spec%%:*}" "${spec#*:}"
 done
 tail -5 "$out/show-$card.txt"
 exit "$rc"
