@@ -30,6 +30,10 @@
 # raised to 4 GiB (NVIDIA's cache held 186 MB for 1,379 programs; the default size evicts).
 # The database may be carried as build-tune/CARD.db or build-tune/CARD.db.gz (2 MB where the
 # database is 12; the carried files may be 64 MiB in all).
+# BUILD="normtune build options" (e.g. "--ops layernorm --dtypes bf16"): before the tune, `normtune
+# build BUILD --part I/N` in BUILD_PROCS processes at once (default 8), into the caches the run
+# uses, for at most BUILD_LIMIT seconds (default 300; what was built is kept): NVIDIA's compiler
+# runs one program at a time per process (docs/DEVICES.md); the tune then loads them.
 # Exit status: normtune tune's (130: a signal cut it short; 124: STOP_AFTER did; the same call
 # resumes).
 set -euo pipefail
@@ -76,6 +80,21 @@ export CLNORM_NO_BINARY_CACHE=0 CLNORM_BINARY_CACHE_DIR=$caches/clnorm CUDA_CACH
 export CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
 echo "== caches $caches: $(find "$caches" -type f | wc -l) files" >&2
 echo "== card $card, database $db ($( [ -f "$db" ] && echo resumed || echo new ))" >&2
+if [ -n "${BUILD:-}" ]; then
+  procs=${BUILD_PROCS:-8} start=$SECONDS pids=()
+  for i in $(seq 1 "$procs"); do
+    # shellcheck disable=SC2086 # BUILD is a list of options
+    timeout "${BUILD_LIMIT:-300}" "$normtune" build --device "$device" $BUILD --part "$i/$procs" \
+      --quiet >"$out/build-$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || echo "== build: a part exited with status $?" >&2
+  done
+  echo "== build $BUILD: $procs processes in $((SECONDS - start)) s" >&2
+  cat "$out"/build-*.txt >&2
+  rm -f "$out"/build-*.txt
+fi
 start=$SECONDS
 rc=0
 stop=()
@@ -108,6 +127,11 @@ pack_cache() {
   (cd "$root/build-tune" && find "caches-$card/$part" -type f -printf '%T@ %p\n') |
     sort -rn | cut -d' ' -f2- >"$list"
   total=$(wc -l <"$list")
+  if [ "$total" -eq 0 ]; then
+    echo "== caches, $part: empty" >&2
+    rm -f "$list"
+    return 0
+  fi
   keep=$total
   for try in 1 2 3; do
     rm -f "$out/caches-$card-$part.tar.xz".[0-9]

@@ -40,8 +40,7 @@ static const struct {
 } commands[] = {{"devices", cmd_devices}, {"tune", cmd_tune},     {"show", cmd_show},
                 {"bench", cmd_bench},     {"report", cmd_report}, {"doctor", cmd_doctor},
                 {"export", cmd_export},   {"import", cmd_import}, {"strategies", cmd_strategies},
-                {"builtin", cmd_builtin},
-                {"verify", cmd_verify}};
+                {"builtin", cmd_builtin}, {"build", cmd_build},   {"verify", cmd_verify}};
 
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

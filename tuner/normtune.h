@@ -55,6 +55,7 @@ typedef struct options {
   double fraction;    /* random / anneal: share of the candidates to evaluate */
   unsigned long seed; /* random / anneal */
   int json, quiet, winners;
+  unsigned part, parts; /* build --part I/N (default 1/1): variants i with i % N == I - 1 */
   unsigned given; /* OPT_* bits of the options on the command line */
 } options;
 
@@ -76,7 +77,8 @@ enum {
   OPT_JSON = 1u << 13,
   OPT_QUIET = 1u << 14,
   OPT_WINNERS = 1u << 15,
-  OPT_FILE = 1u << 16, /* the FILE argument of export and import */
+  OPT_PART = 1u << 16,
+  OPT_FILE = 1u << 17, /* the FILE argument of export and import */
 };
 
 typedef struct session {
@@ -415,7 +417,11 @@ typedef struct selection {
 } selection;
 void select_shapes(const options *o, unsigned ops, unsigned dtypes, const size_t *cols,
                    size_t ncols, const size_t *rows, size_t nrows, selection *sel);
+/* The shapes tune covers: the options', else its defaults (LayerNorm and RMSNorm float32, 19
+ * cols, one row count per row class). */
+void tune_selection(const options *o, selection *sel);
 int cmd_tune(const options *o);
+int cmd_build(const options *o); /* normtune_build.c */
 int cmd_strategies(const options *o);
 
 /* normtune_db.c */

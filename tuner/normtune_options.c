@@ -3,9 +3,9 @@
 #include "normtune.h"
 
 static const char *const option_names[] = {
-    "--device", "--db",      "--out",    "--strategy", "--ops",  "--dtypes", "--cols",  "--rows",
-    "--grid",   "--c-table", "--budget", "--fraction", "--seed", "--json",   "--quiet", "--winners",
-    "FILE"};
+    "--device", "--db",   "--out",   "--strategy", "--ops",    "--dtypes",
+    "--cols",   "--rows", "--grid",  "--c-table",  "--budget", "--fraction",
+    "--seed",   "--json", "--quiet", "--winners",  "--part",   "FILE"};
 
 /* A count: decimal digits only, at least 1, at most max. */
 static int parse_count(const char *text, char **end, unsigned long long max,
@@ -99,6 +99,7 @@ void parse_options(int argc, char **argv, int first, options *o) {
   o->strategy = "anneal";
   o->fraction = 0.3;
   o->seed = 1;
+  o->part = o->parts = 1;
   for (int i = first; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -174,6 +175,16 @@ void parse_options(int argc, char **argv, int first, options *o) {
     case OPT_FRACTION:
       o->fraction = parse_real("--fraction", v, 0.0, 1.0, "in (0, 1]");
       break;
+    case OPT_PART: {
+      char *end;
+      unsigned long long part, parts;
+      if (!parse_count(v, &end, 1024, &part) || *end != '/' ||
+          !parse_count(end + 1, &end, 1024, &parts) || *end || part > parts)
+        die(EXIT_USAGE, "--part: \"%s\" is not I/N with 1 <= I <= N <= 1024 (e.g. 2/8)", v);
+      o->part = (unsigned)part;
+      o->parts = (unsigned)parts;
+      break;
+    }
     case OPT_SEED: {
       char *end;
       unsigned long long seed;
@@ -199,6 +210,8 @@ static unsigned command_options(const char *cmd, const options *o) {
   if (strcmp(cmd, "tune") == 0)
     return select | OPT_COLS | OPT_ROWS | OPT_BUDGET | OPT_STRATEGY | OPT_QUIET |
            (find_strategy(o->strategy)->sampled ? OPT_FRACTION | OPT_SEED : 0);
+  if (strcmp(cmd, "build") == 0)
+    return OPT_DEVICE | OPT_OPS | OPT_DTYPES | OPT_COLS | OPT_PART | OPT_QUIET;
   if (strcmp(cmd, "show") == 0)
     return OPT_DB | OPT_DEVICE | (o->given & OPT_C_TABLE ? OPT_C_TABLE : OPT_JSON);
   if (strcmp(cmd, "bench") == 0)
@@ -267,6 +280,9 @@ const char usage[] =
     "      [--device NAME|INDEX|gpu|cpu] [--db PATH] [--ops OP,...] [--dtypes f32,f16,bf16]\n"
     "      [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
     "      [--strategy exhaustive|random|anneal] [--fraction F] [--seed N] [--quiet]\n"
+    "  build [--device ...] [--ops ...] [--dtypes ...] [--cols ...] [--part I/N] [--quiet]\n"
+    "                          tune's candidate programs into the binary cache, a share per\n"
+    "                          process\n"
     "  show [--db PATH] [--device ...] [--json | --c-table ARCH]   the tuned winners\n"
     "  builtin INPUT [--out FILE]   src/builtin_table.h from a folder of exports (docs/tuned),\n"
     "                          a .json export or a .db\n"
@@ -394,6 +410,31 @@ static const command_help helps[] = {
      "6 the database cannot be written (disk full, I/O error, the file replaced or\n"
      "overwritten; the same command resumes from what it holds), 130 interrupted (results\n"
      "kept; run the same command to resume)\n"},
+    {"build",
+     "usage: normtune build [--device D] [--ops OP,...] [--dtypes D,...] [--cols N,N,...]\n"
+     "                      [--part I/N] [--quiet]\n"
+     "\n"
+     "Builds the candidate programs tune would search for these ops, dtypes and cols (tune's\n"
+     "defaults) into the program binary cache, on every core, and says how many were\n"
+     "compiled, loaded from the cache, refused by the device or failed. With --part I/N only\n"
+     "the I-th of N shares of each op and dtype's variants: N processes at once, one per part,\n"
+     "where a driver compiles one program at a time per process (NVIDIA's, docs/DEVICES.md).\n"
+     "tune then loads them from the cache when CLNORM_NO_BINARY_CACHE=0 (tune otherwise keeps\n"
+     "its candidates out of it). Rows do not change a program: no --rows.\n"
+     "\n" HELP_DEVICE HELP_OPS_DTYPES
+     "                        (default: --ops layernorm,rmsnorm --dtypes f32)\n"
+     "  --cols N,...          row lengths (default: tune's)\n"
+     "  --part I/N            the I-th of N shares (default 1/1: every variant)\n"
+     "  --quiet               no line before the build\n"
+     "\n"
+     "examples:\n"
+     "  normtune build --device NVIDIA --ops layernorm --dtypes bf16\n"
+     "  for i in 1 2 3 4 5 6 7 8; do normtune build --device NVIDIA --ops layernorm \\\n"
+     "      --dtypes bf16 --part $i/8 & done; wait\n"
+     "  CLNORM_NO_BINARY_CACHE=0 normtune tune --device NVIDIA --ops layernorm --dtypes bf16\n"
+     "\n"
+     "exit status: 0 every program built or refused by the device, 1 a build failed or a\n"
+     "failure (the binary cache off, no device), 2 bad usage\n"},
     {"show",
      "usage: normtune show [--db PATH] [--device D] [--json | --c-table ARCH]\n"
      "\n"
@@ -515,7 +556,8 @@ static const command_help helps[] = {
      "\n"
      "Writes every device's results as JSON (format clnorm-tuning, see docs/TUNING.md) to FILE,\n"
      "or to standard output with -.\n"
-     "\n" HELP_DB "  --winners             only each shape's winner (the row `show` lists) and the\n"
+     "\n" HELP_DB
+     "  --winners             only each shape's winner (the row `show` lists) and the\n"
      "                        A/B results: what `normtune builtin` takes from a run, in a\n"
      "                        file small enough to commit (docs/tuned/)\n"
      "\n"

@@ -25,6 +25,13 @@ void select_shapes(const options *o, unsigned ops, unsigned dtypes, const size_t
   sel->nrows = o->nrows ? o->nrows : nrows;
 }
 
+/* defaults: LayerNorm and RMSNorm forward in float32, the tuning time of earlier releases */
+void tune_selection(const options *o, selection *sel) {
+  select_shapes(o, NORM_OPS, 1u << CLNORM_F32, default_cols,
+                sizeof default_cols / sizeof default_cols[0], class_rows,
+                sizeof class_rows / sizeof class_rows[0], sel);
+}
+
 /* Candidates stay out of the program-binary cache (hundreds of programs, some 60 KB each on
  * PoCL); the winners enter it when an application first builds them. CLNORM_NO_BINARY_CACHE set
  * by the user (0 included) is left as it is. */
@@ -66,11 +73,8 @@ int cmd_tune(const options *o) {
             (unsigned long long)(stale.driver_changed + stale.kernels_changed),
             (unsigned long long)stale.driver_changed, (unsigned long long)stale.kernels_changed);
 
-  /* defaults: LayerNorm and RMSNorm forward in float32, the tuning time of earlier releases */
   selection sel;
-  select_shapes(o, NORM_OPS, 1u << CLNORM_F32, default_cols,
-                sizeof default_cols / sizeof default_cols[0], class_rows,
-                sizeof class_rows / sizeof class_rows[0], &sel);
+  tune_selection(o, &sel);
 
   signal(SIGINT, on_sigint);
   const size_t nvar = variant_capacity(s.ctx);

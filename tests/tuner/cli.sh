@@ -9,7 +9,7 @@ source "$(dirname "$0")/common.sh"
 step "help"
 expect_rc 0 help "$NORMTUNE" --help
 expect_in "$WORK/help.out" '^usage: normtune COMMAND' "--help prints the usage"
-for cmd in devices tune show bench verify export import; do
+for cmd in devices tune build show bench verify export import; do
   expect_in "$WORK/help.out" "^  $cmd( |$)" "--help lists $cmd"
 done
 expect_rc 0 tune_help "$NORMTUNE" tune --help
@@ -19,7 +19,7 @@ for op in layernorm rmsnorm add_layernorm add_rmsnorm layernorm_bwd rmsnorm_bwd;
   expect_in "$WORK/help.out" "^OP: .*\b$op\b" "--help names the op $op"
 done
 expect_rc 0 h "$NORMTUNE" -h
-for cmd in devices tune show bench verify report doctor export import strategies; do
+for cmd in devices tune build show bench verify report doctor export import strategies; do
   expect_in "$WORK/help.out" "^  $cmd( |$)" "--help lists $cmd"
   expect_rc 0 "help_$cmd" "$NORMTUNE" help "$cmd"
   expect_rc 0 "dash_help_$cmd" "$NORMTUNE" "$cmd" --help
@@ -113,6 +113,8 @@ not_taken 'show does not take --quiet' show --quiet
 not_taken 'show takes --json or --c-table, not both' show --json --c-table X --device 0
 not_taken 'report does not take --json' report --json --out x.svg
 not_taken 'strategies does not take --budget' strategies --budget 5
+not_taken 'tune does not take --part' tune --part 1/2
+not_taken 'build does not take --db' build --db "$WORK/x.db"
 not_taken 'tune does not take --json' tune --json
 not_taken 'tune does not take --out' tune --out x.svg
 not_taken 'tune does not take --c-table' tune --c-table X
@@ -142,7 +144,7 @@ MAN=$(dirname "$0")/../../docs/normtune.1
 sed 's/\\-/-/g; s/\\f[BIRP]//g' "$MAN" >"$WORK/man.txt"
 expect_in "$WORK/man.txt" "^\.TH NORMTUNE 1 [0-9-]+ \"clnorm $header_version\"" \
   "the man page is of clnorm $header_version"
-for cmd in devices tune show bench verify report doctor export import strategies help; do
+for cmd in devices tune build show bench verify report doctor export import strategies help; do
   expect_in "$WORK/man.txt" "^\.B $cmd( |$)" "the man page describes $cmd"
   # every option the command's help names
   for opt in $(grep -oE -- '--[a-z][a-z-]+' "$WORK/help_$cmd.out" 2>/dev/null | sort -u); do
