@@ -70,10 +70,24 @@ void clnorm__device_arch(cl_uint vendor_id, const char *name, unsigned nv_sm, ch
   X(CLNORM_OUTCOME_SLOW, 4, "slow")
 typedef enum clnorm_outcome { CLNORM_OUTCOME_MAP(CLNORM_ENUMERATOR) } clnorm_outcome;
 
+/* The kernel hashes of one build, one per program family: what a stored row (result, heuristic
+ * measurement, A/B) is keyed by, and is current under when it is the hash of its op's family. An
+ * edit of backward.cl leaves the forward ops' rows current, and one of forward.cl or split.cl the
+ * backward ops'; an edit of common.cl changes both. */
+typedef struct clnorm_kernel_hashes {
+  uint64_t forward;  /* every op but the backward ones: cl/common.cl, forward.cl and split.cl */
+  uint64_t backward; /* clnorm__op_backward: cl/common.cl and backward.cl */
+} clnorm_kernel_hashes;
+
+/* This build's kernel hashes (clnorm__source_hash of each family's embedded sources, in
+ * src/program.c), and of those the one of op's family: the hash a row of op is stored with. */
+clnorm_kernel_hashes clnorm__kernel_hashes(void);
+uint64_t clnorm__kernel_hash_of(const clnorm_kernel_hashes *hashes, clnorm_op op);
+
 /* One measured candidate. (kernel_hash, op, dtype, cols, row_class, variant) and the device are
  * its key. Times are seconds; a value not measured is NaN (stored as NULL). */
 typedef struct clnorm_result {
-  uint64_t kernel_hash; /* hash of the kernel sources (stored as 16 hex digits) */
+  uint64_t kernel_hash; /* the kernel hash of op's family (stored as 16 hex digits) */
   clnorm_op op;
   clnorm_dtype dtype;
   uint64_t cols;
@@ -97,7 +111,7 @@ uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_siz
 /* Results of this device's model that clnorm__db_winners no longer uses. */
 typedef struct clnorm_db_stale {
   uint64_t driver_changed;  /* same vendor id, vendor and name, another driver version */
-  uint64_t kernels_changed; /* this exact device, another kernel hash */
+  uint64_t kernels_changed; /* this exact device, not its op's family's kernel hash */
 } clnorm_db_stale;
 
 /* Called by clnorm__db_list once per row; `winner` is 1 when the row is its (device, kernel hash,
@@ -152,27 +166,29 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
                              size_t err_size);
 
 /* This device's tuned table: for each (op, dtype, cols, row class), the "ok" result with the
- * smallest median among those of exactly this identity and this kernel hash, unless the shape's
+ * smallest median among those of exactly this identity and current under hashes (the kernel hash
+ * of the op's family, clnorm_kernel_hashes), unless the shape's
  * A/B results (clnorm_ab) choose another: then that one (the heuristic's variant when any of
  * them kept it), with the row counts where it stands (rows_lo, rows_hi: clnorm__db_winner_rows).
  * *out receives a malloc'ed array the caller frees (NULL when *count is 0), sorted by op, dtype,
  * cols, row class. CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
-                                 uint64_t kernel_hash, clnorm_result **out, size_t *count,
+                                 clnorm_kernel_hashes hashes, clnorm_result **out, size_t *count,
                                  char *err, size_t err_size);
 
-/* Counts this device's stale results (see clnorm_db_stale) into *out. */
+/* Counts this device's stale results under hashes (see clnorm_db_stale) into *out. */
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
-                               uint64_t kernel_hash, clnorm_db_stale *out, char *err,
+                               clnorm_kernel_hashes hashes, clnorm_db_stale *out, char *err,
                                size_t err_size);
 
 /* Calls fn for each stored result, ordered by device, kernel hash, op, dtype, cols, row class,
- * then fastest first. device: only that exact identity (NULL: all). kernel_hash: only results of
- * that hash (NULL: any). winners_only: only rows with winner == 1. Rows this build cannot
- * represent (a name written by a newer clnorm) are skipped, here and in every query. */
+ * then fastest first. device: only that exact identity (NULL: all). hashes: only results current
+ * under them, of the kernel hash of their op's family (NULL: any). winners_only: only rows with
+ * winner == 1. Rows this build cannot represent (a name written by a newer clnorm) are skipped,
+ * here and in every query. */
 clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
-                              const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
-                              void *user, char *err, size_t err_size);
+                              const clnorm_kernel_hashes *hashes, int winners_only,
+                              clnorm_db_row_fn fn, void *user, char *err, size_t err_size);
 
 /* What a tuning run measures besides the candidates (schema 3 on; a database of an older schema
  * holds none of it, and these functions then report nothing rather than fail). */
@@ -184,9 +200,9 @@ clnorm_status clnorm__db_put_heuristic(clnorm_db *db, const clnorm_device_identi
                                        const clnorm_result *result, char *err, size_t err_size);
 
 /* Calls fn (winner 0) for each stored heuristic measurement, ordered as clnorm__db_list;
- * device and kernel_hash filter as there (NULL: all). */
+ * device and hashes filter as there (NULL: all). */
 clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
-                                        const uint64_t *kernel_hash, clnorm_db_row_fn fn,
+                                        const clnorm_kernel_hashes *hashes, clnorm_db_row_fn fn,
                                         void *user, char *err, size_t err_size);
 
 /* The interleaved A/B of one shape at one row count (schema 4 on): the search's best candidate
@@ -213,12 +229,12 @@ typedef struct clnorm_ab {
 clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *device,
                                 const clnorm_ab *ab, char *err, size_t err_size);
 
-/* Calls fn for each stored A/B of `device` (required) and kernel_hash (NULL: any), ordered by
- * kernel hash, op, dtype, cols, row class, rows. Nothing for a database without A/B results.
- * Return nonzero to stop. */
+/* Calls fn for each stored A/B of `device` (required) current under hashes (as clnorm__db_list;
+ * NULL: any), ordered by kernel hash, op, dtype, cols, row class, rows. Nothing for a database
+ * without A/B results. Return nonzero to stop. */
 typedef int (*clnorm_db_ab_fn)(void *user, const clnorm_ab *ab);
 clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
-                                 const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
+                                 const clnorm_kernel_hashes *hashes, clnorm_db_ab_fn fn, void *user,
                                  char *err, size_t err_size);
 
 /* Sets rows_lo and rows_hi of each of winners[0..count) (winners of `device`, as
@@ -243,8 +259,9 @@ clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *
                                    double *gbps, uint64_t *bytes, int64_t *measured_at, char *err,
                                    size_t err_size);
 
-/* Per stored device identity: how many results, how many of kernel_hash, how many shapes (op,
- * dtype, cols, row class) of kernel_hash have an "ok" result (a tuned winner). */
+/* Per stored device identity: how many results, how many current under the kernel hashes (of
+ * their op's family), how many shapes (op, dtype, cols, row class) of those have an "ok" result
+ * (a tuned winner). */
 typedef struct clnorm_db_device_counts {
   uint64_t results, current, shapes;
 } clnorm_db_device_counts;
@@ -253,16 +270,16 @@ typedef struct clnorm_db_device_counts {
 typedef int (*clnorm_db_device_fn)(void *user, const clnorm_device_identity *device,
                                    const clnorm_db_device_counts *counts);
 
-/* The stored devices that have a winner of kernel_hash (a shape with an "ok" result), in the
- * order they were first stored, into *out (free() it; NULL for none) and *count; *other_kernels
- * (may be NULL) receives how many results of every device are of other kernel hashes.
+/* The stored devices that have a winner current under hashes (a shape with an "ok" result), in
+ * the order they were first stored, into *out (free() it; NULL for none) and *count;
+ * *other_kernels (may be NULL) receives how many results of every device are stale under them.
  * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
-clnorm_status clnorm__db_tuned_devices(clnorm_db *db, uint64_t kernel_hash,
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, clnorm_kernel_hashes hashes,
                                        clnorm_device_identity **out, size_t *count,
                                        uint64_t *other_kernels, char *err, size_t err_size);
 
 /* Calls fn once per stored device identity, in the order they were first stored. */
-clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
+clnorm_status clnorm__db_devices(clnorm_db *db, clnorm_kernel_hashes hashes, clnorm_db_device_fn fn,
                                  void *user, char *err, size_t err_size);
 
 /* The schema version of the open database (PRAGMA user_version) into *version. */

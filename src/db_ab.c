@@ -56,12 +56,12 @@ clnorm_status clnorm__db_put_ab(clnorm_db *db, const clnorm_device_identity *dev
                          : st;
 }
 
-/* The columns of the listing, in the order read_ab reads them. */
+/* The columns of the listing, in the order read_ab reads them; %s: the kernel hashes' filter. */
 #define AB_SELECT                                                                                  \
   "SELECT op, dtype, cols, row_class, rows" CLNORM_VARIANT_SQL_COLUMNS                             \
   ", h_wg, h_tpr, h_vec, h_hold, h_reduce, h_stats, candidate_s, heuristic_s, noise, rounds,"      \
-  " verdict, measured_at, kernel_hash FROM ab WHERE device_id = ?1 AND (?2 IS NULL OR"             \
-  " kernel_hash = ?2) ORDER BY kernel_hash, op, dtype, cols, row_class, rows"
+  " verdict, measured_at, kernel_hash FROM ab WHERE device_id = ?1%s"                              \
+  " ORDER BY kernel_hash, op, dtype, cols, row_class, rows"
 
 static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
   memset(ab, 0, sizeof *ab);
@@ -91,7 +91,7 @@ static int read_ab(sqlite3_stmt *st, clnorm_ab *ab) {
 }
 
 clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *device,
-                                 const uint64_t *kernel_hash, clnorm_db_ab_fn fn, void *user,
+                                 const clnorm_kernel_hashes *hashes, clnorm_db_ab_fn fn, void *user,
                                  char *err, size_t err_size) {
   const clnorm_status bad = clnorm__db_check_null(db, device, !fn, "fn", err, err_size);
   if (bad != CLNORM_OK)
@@ -101,15 +101,17 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
       clnorm__db_device_in(db, "ab", device, &id, "listing the A/B results", err, err_size);
   if (found != CLNORM_OK || id < 0)
     return found;
+  char current[320] = "", text[1280];
+  if (hashes)
+    clnorm__db_current(current, sizeof current, "");
+  snprintf(text, sizeof text, AB_SELECT, current);
   sqlite3_stmt *st = NULL;
-  char hash[17];
-  int rc = sqlite3_prepare_v2(db->sql, AB_SELECT, -1, &st, NULL);
+  char hash[2][17];
+  int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, id);
-    if (kernel_hash) {
-      clnorm__db_hash_text(*kernel_hash, hash);
-      sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
-    }
+    if (hashes)
+      clnorm__db_bind_hashes(st, hashes, hash);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       clnorm_ab ab;
       if (read_ab(st, &ab) && fn(user, &ab)) {
@@ -162,9 +164,10 @@ clnorm_status clnorm__db_winner_rows(clnorm_db *db, const clnorm_device_identity
   for (size_t i = 0; i < count; i++)
     winners[i].rows_lo = winners[i].rows_hi = 0;
   winner_rows w = {winners, count};
+  /* of any kernel hash: widen_rows takes an A/B of its winner's own (the winners of two families
+   * hold two) */
   const clnorm_status st =
-      count ? clnorm__db_list_ab(db, device, &winners[0].kernel_hash, widen_rows, &w, err, err_size)
-            : CLNORM_OK;
+      count ? clnorm__db_list_ab(db, device, NULL, widen_rows, &w, err, err_size) : CLNORM_OK;
   for (size_t i = 0; i < count; i++)
     if (winners[i].rows_lo == 0) /* no A/B chose it: where it was measured */
       winners[i].rows_lo = winners[i].rows_hi = winners[i].rows;

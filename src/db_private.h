@@ -73,6 +73,15 @@ clnorm_status clnorm__db_device_in(clnorm_db *db, const char *table,
  * start of a result's and an A/B result's row. */
 void clnorm__db_bind_shape(sqlite3_stmt *st, sqlite3_int64 device, uint64_t kernel_hash,
                            clnorm_op op, clnorm_dtype dtype, uint64_t cols, unsigned row_class);
+/* The SQL of a row's current kernel hash, its op's family's (clnorm__kernel_hash_of) of those
+ * bound as ?2 (forward) and ?3 (backward): "CASE WHEN <alias>op IN (<the backward ops>) THEN ?3
+ * ELSE ?2 END", alias "r." or "" for a table's own columns. clnorm__db_current: the condition
+ * " AND <alias>kernel_hash = <that>", with the two hashes as an IN before it so that SQLite can
+ * search an index by the hash. */
+void clnorm__db_family_hash(char *buf, size_t size, const char *alias);
+void clnorm__db_current(char *buf, size_t size, const char *alias);
+/* Binds hashes as ?2 (forward) and ?3 (backward), as text in `text`, which must outlive st. */
+void clnorm__db_bind_hashes(sqlite3_stmt *st, const clnorm_kernel_hashes *hashes, char text[2][17]);
 /* Binds v's six parameters as ?first.. (their CLNORM_VARIANT_SQL_COLUMNS order). */
 void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v);
 /* Column col as an integer in [0, max] into *out: 0 (nothing written) for another type or value. */

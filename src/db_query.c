@@ -3,30 +3,58 @@
  * tables, normtune's reports and diagnostics read). */
 #define _POSIX_C_SOURCE 200809L
 #include "db_private.h"
+#include "internal.h" /* clnorm__op_backward: the families of the ops */
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+void clnorm__db_family_hash(char *buf, size_t size, const char *alias) {
+  size_t n = (size_t)snprintf(buf, size, "CASE WHEN %sop IN (", alias);
+  const char *sep = "";
+  for (int op = 0; op < CLNORM_OP_COUNT && n < size; op++)
+    if (clnorm__op_backward((clnorm_op)op)) {
+      n += (size_t)snprintf(buf + n, size - n, "%s'%s'", sep, clnorm__op_names[op]);
+      sep = ", ";
+    }
+  if (n < size)
+    snprintf(buf + n, size - n, ") THEN ?3 ELSE ?2 END");
+}
+
+void clnorm__db_current(char *buf, size_t size, const char *alias) {
+  char family[256];
+  clnorm__db_family_hash(family, sizeof family, alias);
+  snprintf(buf, size, " AND %skernel_hash IN (?2, ?3) AND %skernel_hash = %s", alias, alias,
+           family);
+}
+
+void clnorm__db_bind_hashes(sqlite3_stmt *st, const clnorm_kernel_hashes *hashes,
+                            char text[2][17]) {
+  clnorm__db_hash_text(hashes->forward, text[0]);
+  clnorm__db_hash_text(hashes->backward, text[1]);
+  sqlite3_bind_text(st, 2, text[0], -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, text[1], -1, SQLITE_STATIC);
+}
+
 /* Prepares a listing's query and binds its optional parameters: ?1 the device's row id (when
- * by_device), ?2 the kernel hash (when not NULL) as text in `hash`, which must outlive *st. */
+ * by_device), ?2 and ?3 the kernel hashes (when not NULL) as text in `hash`, which must outlive
+ * *st. */
 static int prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
-                           const uint64_t *kernel_hash, char hash[17], sqlite3_stmt **st) {
+                           const clnorm_kernel_hashes *hashes, char hash[2][17],
+                           sqlite3_stmt **st) {
   const int rc = sqlite3_prepare_v2(db->sql, text, -1, st, NULL);
   if (rc != SQLITE_OK)
     return rc;
   if (by_device)
     sqlite3_bind_int64(*st, 1, id);
-  if (kernel_hash) {
-    clnorm__db_hash_text(*kernel_hash, hash);
-    sqlite3_bind_text(*st, 2, hash, -1, SQLITE_STATIC);
-  }
+  if (hashes)
+    clnorm__db_bind_hashes(*st, hashes, hash);
   return SQLITE_OK;
 }
 
 clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
-                              const uint64_t *kernel_hash, int winners_only, clnorm_db_row_fn fn,
-                              void *user, char *err, size_t err_size) {
+                              const clnorm_kernel_hashes *hashes, int winners_only,
+                              clnorm_db_row_fn fn, void *user, char *err, size_t err_size) {
   clnorm__db_clear(err, err_size);
   if (!db || !fn)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
@@ -52,7 +80,11 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
   if (clnorm__db_has_table(db->sql, "ab", &with_ab) != SQLITE_OK)
     with_ab = 0; /* listed as a database without A/B results */
   const char *const device_filter = device ? " AND device_id = ?1" : "";
-  const char *const hash_filter = kernel_hash ? " AND kernel_hash = ?2" : "";
+  char hash_filter[320] = "", r_hash_filter[320] = "";
+  if (hashes) {
+    clnorm__db_current(hash_filter, sizeof hash_filter, "");
+    clnorm__db_current(r_hash_filter, sizeof r_hash_filter, "r.");
+  }
   /* a: per shape, the variant its A/B results chose; w: that variant's result, else m's */
   static const char ab_choice[] =
       ", a AS (SELECT device_id, kernel_hash, op, dtype, cols, row_class,"
@@ -72,10 +104,10 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
       " AND k.wg = a.wg AND k.tpr = a.tpr AND k.vec = a.vec AND k.hold = a.hold"
       " AND k.reduce = a.reduce AND k.stats = a.stats AND k.status = 'ok'"
       " AND k.median_s IS NOT NULL)";
-  char chosen[3072] = ", w AS (SELECT id FROM m)";
+  char chosen[3584] = ", w AS (SELECT id FROM m)";
   if (with_ab)
     snprintf(chosen, sizeof chosen, ab_choice, device_filter, hash_filter);
-  char text[6144];
+  char text[7168];
   snprintf(text, sizeof text,
            "WITH m AS (SELECT id, device_id, kernel_hash, op, dtype, cols, row_class,"
            " min(median_s) FROM results WHERE status = 'ok' AND median_s IS NOT NULL%s%s"
@@ -90,11 +122,11 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
            device_filter, hash_filter, chosen,
            winners_only ? "1" : "r.status = 'ok' AND r.id IN (SELECT id FROM w)",
            winners_only ? "w CROSS JOIN results r ON r.id = w.id" : "results r",
-           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "",
+           device ? " AND r.device_id = ?1" : "", r_hash_filter,
            winners_only ? " AND r.status = 'ok'" : "");
   sqlite3_stmt *st = NULL;
-  char hash[17];
-  int rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st);
+  char hash[2][17];
+  int rc = prepare_listing(db, text, device != NULL, id, hashes, hash, &st);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing results", err, err_size);
   db->skipped = 0;
@@ -152,7 +184,7 @@ static int shape_cmp(const void *pa, const void *pb) {
 }
 
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
-                                 uint64_t kernel_hash, clnorm_result **out, size_t *count,
+                                 clnorm_kernel_hashes hashes, clnorm_result **out, size_t *count,
                                  char *err, size_t err_size) {
   if (out)
     *out = NULL;
@@ -164,7 +196,7 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
                             : !out  ? "out"
                                     : "count");
   collected c = {NULL, sizeof(clnorm_result), 0, 0, 0};
-  clnorm_status status = clnorm__db_list(db, device, &kernel_hash, 1, collect, &c, err, err_size);
+  clnorm_status status = clnorm__db_list(db, device, &hashes, 1, collect, &c, err, err_size);
   if (status == CLNORM_OK && c.no_memory)
     status =
         clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory reading tuned results");
@@ -194,7 +226,8 @@ static int step_count(sqlite3_stmt *st, sqlite3_int64 *n) {
 }
 
 static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identity *d,
-                      sqlite3_int64 id, const char *hash, uint64_t *out) {
+                      sqlite3_int64 id, const clnorm_kernel_hashes *hashes, uint64_t *out) {
+  char hash[2][17];
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(sql, text, -1, &st, NULL);
   if (rc == SQLITE_OK) {
@@ -205,7 +238,7 @@ static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identi
       sqlite3_bind_text(st, 4, d->driver_version, -1, SQLITE_STATIC);
     } else {
       sqlite3_bind_int64(st, 1, id);
-      sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+      clnorm__db_bind_hashes(st, hashes, hash);
     }
     sqlite3_int64 n = 0;
     rc = step_count(st, &n);
@@ -222,14 +255,16 @@ uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_siz
 }
 
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
-                               uint64_t kernel_hash, clnorm_db_stale *out, char *err,
+                               clnorm_kernel_hashes hashes, clnorm_db_stale *out, char *err,
                                size_t err_size) {
   const clnorm_status st = clnorm__db_check_null(db, device, !out, "out", err, err_size);
   if (st != CLNORM_OK)
     return st;
   memset(out, 0, sizeof *out);
-  char hash[17];
-  clnorm__db_hash_text(kernel_hash, hash);
+  char family[256], other_kernels[384];
+  clnorm__db_family_hash(family, sizeof family, "");
+  snprintf(other_kernels, sizeof other_kernels,
+           "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> %s", family);
   sqlite3_int64 id = -1;
   int rc = count_rows(db->sql,
                       "SELECT count(*) FROM results r JOIN devices d ON d.id = r.device_id"
@@ -239,9 +274,7 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
   if (rc == SQLITE_OK)
     rc = clnorm__db_device_id(db, device, 0, &id);
   if (rc == SQLITE_OK && id >= 0)
-    rc = count_rows(db->sql,
-                    "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> ?2", NULL,
-                    id, hash, &out->kernels_changed);
+    rc = count_rows(db->sql, other_kernels, NULL, id, &hashes, &out->kernels_changed);
   return rc == SQLITE_OK ? CLNORM_OK
                          : clnorm__db_sql_error(db, rc, "counting stale results", err, err_size);
 }
@@ -275,7 +308,7 @@ int clnorm__db_has_table(sqlite3 *sql, const char *name, int *yes) {
 }
 
 clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_identity *device,
-                                        const uint64_t *kernel_hash, clnorm_db_row_fn fn,
+                                        const clnorm_kernel_hashes *hashes, clnorm_db_row_fn fn,
                                         void *user, char *err, size_t err_size) {
   clnorm__db_clear(err, err_size);
   if (!db || !fn)
@@ -296,7 +329,10 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
     if (id < 0)
       return CLNORM_OK;
   }
-  char text[1024];
+  char hash_filter[320] = "";
+  if (hashes)
+    clnorm__db_current(hash_filter, sizeof hash_filter, "r.");
+  char text[1536];
   snprintf(text, sizeof text,
            "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
            " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype,"
@@ -304,10 +340,10 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
            ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at,"
            " r.clnorm_version FROM heuristic r JOIN devices d ON d.id = r.device_id"
            " WHERE 1%s%s ORDER BY d.id, r.kernel_hash, r.op, r.dtype, r.cols, r.row_class",
-           device ? " AND r.device_id = ?1" : "", kernel_hash ? " AND r.kernel_hash = ?2" : "");
+           device ? " AND r.device_id = ?1" : "", hash_filter);
   sqlite3_stmt *st = NULL;
-  char hash[17];
-  if ((rc = prepare_listing(db, text, device != NULL, id, kernel_hash, hash, &st)) != SQLITE_OK)
+  char hash[2][17];
+  if ((rc = prepare_listing(db, text, device != NULL, id, hashes, hash, &st)) != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
@@ -365,28 +401,28 @@ clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *
              : clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
 }
 
-clnorm_status clnorm__db_devices(clnorm_db *db, uint64_t kernel_hash, clnorm_db_device_fn fn,
+clnorm_status clnorm__db_devices(clnorm_db *db, clnorm_kernel_hashes hashes, clnorm_db_device_fn fn,
                                  void *user, char *err, size_t err_size) {
   clnorm__db_clear(err, err_size);
   if (!db || !fn)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  char current[320], text[1536];
+  clnorm__db_current(current, sizeof current, "r.");
+  snprintf(text, sizeof text,
+           "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+           " d.compute_units, d.max_clock_mhz, d.local_mem,"
+           " (SELECT count(*) FROM results r WHERE r.device_id = d.id),"
+           " (SELECT count(*) FROM results r WHERE r.device_id = d.id%s),"
+           " (SELECT count(*) FROM (SELECT DISTINCT op, dtype, cols, row_class FROM results r"
+           "  WHERE r.device_id = d.id%s AND r.status = 'ok' AND r.median_s IS NOT NULL))"
+           " FROM devices d ORDER BY d.id",
+           current, current);
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(
-      db->sql,
-      "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
-      " d.compute_units, d.max_clock_mhz, d.local_mem,"
-      " (SELECT count(*) FROM results r WHERE r.device_id = d.id),"
-      " (SELECT count(*) FROM results r WHERE r.device_id = d.id AND r.kernel_hash = ?1),"
-      " (SELECT count(*) FROM (SELECT DISTINCT op, dtype, cols, row_class FROM results r"
-      "  WHERE r.device_id = d.id AND r.kernel_hash = ?1 AND r.status = 'ok'"
-      "  AND r.median_s IS NOT NULL))"
-      " FROM devices d ORDER BY d.id",
-      -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
-  char hash[17];
-  clnorm__db_hash_text(kernel_hash, hash);
-  sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+  char hash[2][17];
+  clnorm__db_bind_hashes(st, &hashes, hash);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_db_device_counts c;
@@ -416,11 +452,11 @@ static int add_tuned(void *user, const clnorm_device_identity *device,
   return counts->shapes > 0 ? append(&t->devices, device) : 0;
 }
 
-clnorm_status clnorm__db_tuned_devices(clnorm_db *db, uint64_t kernel_hash,
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, clnorm_kernel_hashes hashes,
                                        clnorm_device_identity **out, size_t *count,
                                        uint64_t *other_kernels, char *err, size_t err_size) {
   tuned_devices t = {{NULL, sizeof(clnorm_device_identity), 0, 0, 0}, 0};
-  clnorm_status st = clnorm__db_devices(db, kernel_hash, add_tuned, &t, err, err_size);
+  clnorm_status st = clnorm__db_devices(db, hashes, add_tuned, &t, err, err_size);
   if (st == CLNORM_OK && t.devices.no_memory)
     st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
   if (st != CLNORM_OK) {

@@ -389,7 +389,7 @@ clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_
                                   cl_kernel *out);
 void clnorm__kernel_give(clnorm_ctx *ctx, clnorm_program *prog, int which, cl_kernel kernel);
 void clnorm__programs_free(clnorm_ctx *ctx);
-/* FNV-1a (64 bits) of n bytes, continuing from h: the kernel hash (program.c) and the binary
+/* FNV-1a (64 bits) of n bytes, continuing from h: the kernel hashes (program.c) and the binary
  * cache's keys and checksums (bincache.c). Start from CLNORM_FNV_BASIS. */
 #define CLNORM_FNV_BASIS 14695981039346656037ull
 static inline uint64_t clnorm__fnv1a(uint64_t h, const void *data, size_t n) {
@@ -398,9 +398,8 @@ static inline uint64_t clnorm__fnv1a(uint64_t h, const void *data, size_t n) {
     h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
-/* The hash that keys tuned results: clnorm__source_hash over every embedded kernel source, which
- * an edit of comments or spacing alone does not change (src/program.c). */
-uint64_t clnorm__kernel_hash(void);
+/* FNV-1a over what the compiler sees of a source: an edit of comments or spacing alone does not
+ * change it. The kernel hashes that key tuned results (clnorm__kernel_hashes, src/db.h) are its. */
 uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len);
 
 /* bincache.c: built programs kept on disk between processes (docs/API.md, "Files"). None of

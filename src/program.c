@@ -2,6 +2,7 @@
  * life. A failed build is kept too, so it is reported again rather than retried. The table is
  * keyed by the packed variant, which maps one to one onto the canonical options string (the
  * options that are not the variant's, such as -DSTREAM, are the same for the whole context). */
+#include "db.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -103,18 +104,33 @@ uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len) {
   return h;
 }
 
-uint64_t clnorm__kernel_hash(void) {
-  /* over every embedded source: tuned results are valid for these kernels only */
-  const char *parts[] = {clnorm__src_common, clnorm__src_forward, clnorm__src_backward,
-                         clnorm__src_split};
-  const size_t lengths[] = {clnorm__src_common_len, clnorm__src_forward_len,
-                            clnorm__src_backward_len, clnorm__src_split_len};
+/* A family's sources as its programs are built from them (build, below): cl/common.cl, then
+ * the backward ops' backward.cl or the forward ops' forward.cl and split.cl (a forward op may run
+ * either). An edit of one family's own file leaves the other's tuned results current. */
+static uint64_t family_hash(int backward) {
+  const char *parts[] = {clnorm__src_common, clnorm__src_forward, clnorm__src_split};
+  size_t lengths[] = {clnorm__src_common_len, clnorm__src_forward_len, clnorm__src_split_len};
+  size_t count = 3;
+  if (backward) {
+    parts[1] = clnorm__src_backward;
+    lengths[1] = clnorm__src_backward_len;
+    count = 2;
+  }
   uint64_t h = CLNORM_FNV_BASIS;
-  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+  for (size_t i = 0; i < count; i++) {
     h = clnorm__source_hash(h, parts[i], lengths[i]);
     h = hash_byte(h, '\n'); /* a file ends a line */
   }
   return h;
+}
+
+clnorm_kernel_hashes clnorm__kernel_hashes(void) {
+  const clnorm_kernel_hashes hashes = {family_hash(0), family_hash(1)};
+  return hashes;
+}
+
+uint64_t clnorm__kernel_hash_of(const clnorm_kernel_hashes *hashes, clnorm_op op) {
+  return clnorm__op_backward(op) ? hashes->backward : hashes->forward;
 }
 
 static clnorm_program *find(clnorm_ctx *ctx, uint64_t key) {

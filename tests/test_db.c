@@ -4,7 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
 #include "db_json.h"
-#include "internal.h" /* clnorm__kernel_hash: winners a context loads */
+#include "internal.h" /* clnorm__source_hash */
 #include "names.h"    /* clnorm__reduce_names: an A/B row damaged by hand */
 
 #include <errno.h>
@@ -60,6 +60,8 @@ static char dir[256];
 
 #define HASH UINT64_C(0x0123456789abcdef)
 #define OLD_HASH UINT64_C(0xfedcba9876543210)
+/* both families keyed alike: a result of any op is current under HASHES when its hash is HASH */
+static const clnorm_kernel_hashes HASHES = {HASH, HASH}, OLD_HASHES = {OLD_HASH, OLD_HASH};
 
 static char *path_in(const char *name) {
   static char paths[8][512];
@@ -322,7 +324,7 @@ static void test_winners_and_stale(void) {
   OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 2);
   if (n == 2) {
     CHECK(w[0].op == CLNORM_OP_LAYERNORM && w[0].cols == 4096 && w[0].variant.wg == 128 &&
@@ -330,25 +332,24 @@ static void test_winners_and_stale(void) {
     CHECK(w[1].op == CLNORM_OP_RMSNORM && w[1].cols == 768 && w[1].variant.wg == 64);
   }
   free(w);
-  OK(clnorm__db_winners(db, &dev, OLD_HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, OLD_HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w && w[0].variant.wg == 16);
   free(w);
   const clnorm_device_identity unknown = fake_device("1.0");
-  OK(clnorm__db_winners(db, &unknown, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &unknown, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 0 && w == NULL);
 
   clnorm_db_stale stale;
-  OK(clnorm__db_stale(db, &dev, HASH, &stale, err, sizeof err));
+  OK(clnorm__db_stale(db, &dev, HASHES, &stale, err, sizeof err));
   CHECK(stale.driver_changed == 2);
   CHECK(stale.kernels_changed == 1);
-  OK(clnorm__db_stale(db, &old_driver, HASH, &stale, err, sizeof err));
+  OK(clnorm__db_stale(db, &old_driver, HASHES, &stale, err, sizeof err));
   CHECK(stale.driver_changed == 10); /* dev's 9 and other_card's 1 */
   CHECK(stale.kernels_changed == 0);
 
   /* listing: one device, winners only */
   size_t rows = 0;
-  uint64_t hash = HASH;
-  OK(clnorm__db_list(db, &dev, &hash, 1, count_row, &rows, err, sizeof err));
+  OK(clnorm__db_list(db, &dev, &HASHES, 1, count_row, &rows, err, sizeof err));
   CHECK(rows == 2);
   rows = 0;
   OK(clnorm__db_list(db, &dev, NULL, 0, count_row, &rows, err, sizeof err));
@@ -393,7 +394,7 @@ static void test_damaged(void) {
   if (status == CLNORM_OK) {
     clnorm_result *w = NULL;
     size_t n = 0;
-    FAILS(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err), CLNORM_E_DB, "corrupt");
+    FAILS(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err), CLNORM_E_DB, "corrupt");
     CHECK(w == NULL && n == 0);
     clnorm__db_close(db);
   } else {
@@ -487,7 +488,7 @@ static int read_only_checks(const char *ro_file, const char *ro_dir_db) {
     clnorm_result *w = NULL;
     size_t n = 0;
     if (db)
-      OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+      OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
     CHECK(n == 10);
     free(w);
     clnorm__db_close(db);
@@ -599,7 +600,7 @@ static char *export_text(clnorm_db *db, size_t *len) {
 }
 
 static void compare_winners(clnorm_db *a, clnorm_db *b, const clnorm_device_identity *dev,
-                            uint64_t hash) {
+                            clnorm_kernel_hashes hash) {
   clnorm_result *wa = NULL, *wb = NULL;
   size_t na = 0, nb = 0;
   OK(clnorm__db_winners(a, dev, hash, &wa, &na, err, sizeof err));
@@ -726,9 +727,9 @@ static void test_export_import(void) {
   OK(clnorm__db_import(b, text, len, &imported, &kept, err, sizeof err));
   CHECK(imported == row_count(a) && kept == 0);
   CHECK(row_count(b) == row_count(a));
-  compare_winners(a, b, &dev, HASH);
-  compare_winners(a, b, &odd, HASH);
-  compare_winners(a, b, &odd, OLD_HASH);
+  compare_winners(a, b, &dev, HASHES);
+  compare_winners(a, b, &odd, HASHES);
+  compare_winners(a, b, &odd, OLD_HASHES);
   /* the same file again: nothing is newer */
   OK(clnorm__db_import(b, text, len, &imported, &kept, err, sizeof err));
   CHECK(imported == 0 && kept == row_count(a));
@@ -967,7 +968,7 @@ static void test_identity(void) {
   OK(clnorm__db_put(db, &id, &r, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &id, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &id, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1);
   free(w);
   clnorm__db_close(db);
@@ -993,9 +994,10 @@ static void test_dropped(void) {
   const char *path = path_in("dropped.db");
   clnorm_db *db = NULL;
   OK(clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err));
+  const clnorm_kernel_hashes build = clnorm__kernel_hashes();
   for (int i = 0; i < 5; i++) {
     clnorm_result r = make_result(CLNORM_OP_LAYERNORM, 1024 << i, 2, 64, CLNORM_OUTCOME_OK, 1e-5);
-    r.kernel_hash = clnorm__kernel_hash();
+    r.kernel_hash = clnorm__kernel_hash_of(&build, r.op);
     OK(clnorm__db_put(db, &id, &r, err, sizeof err));
   }
   clnorm__db_close(db);
@@ -1013,7 +1015,7 @@ static void test_dropped(void) {
   clnorm_result *w = NULL;
   size_t n = 0;
   char reason[192];
-  OK(clnorm__db_winners(db, &id, clnorm__kernel_hash(), &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &id, build, &w, &n, err, sizeof err));
   const uint64_t skipped = clnorm__db_skipped(db, reason, sizeof reason);
   CHECK(n == 2 && skipped == 3 && strstr(reason, "vec: 3"));
   free(w);
@@ -1072,7 +1074,7 @@ static void test_ab_winner(void) {
   OK(clnorm__db_put(db, &dev, &heur, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* no A/B: the fastest */
   free(w);
 
@@ -1092,7 +1094,7 @@ static void test_ab_winner(void) {
   ab.rounds = 6;
   ab.kept_heuristic = 0;
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* the A/B at 300 rows: the candidate won */
   free(w);
   /* at 3000 rows (the same class) the candidate lost: the heuristic's variant is the winner */
@@ -1100,7 +1102,7 @@ static void test_ab_winner(void) {
   ab.candidate_s = 3.1e-6;
   ab.kept_heuristic = 1;
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64 && w[0].median_s == 3e-6);
   free(w);
   /* and stays so when a later A/B at 300 rows says the candidate won again */
@@ -1108,11 +1110,11 @@ static void test_ab_winner(void) {
   ab.kept_heuristic = 0;
   ab.candidate_s = 1e-6;
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64);
   free(w);
   ab_listing listed = {0};
-  OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, list_ab, &listed, err, sizeof err));
+  OK(clnorm__db_list_ab(db, &dev, &HASHES, list_ab, &listed, err, sizeof err));
   const clnorm_ab last = listed.last;
   CHECK(last.rows == 3000 && last.kept_heuristic == 1 && last.heuristic.wg == 64 &&
         last.candidate.wg == 128 && last.rounds == 6 && last.noise == 0.01);
@@ -1122,7 +1124,7 @@ static void test_ab_winner(void) {
   clnorm__db_close(db);
   /* read by the library (read-only): the same winner */
   OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASH, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64);
   free(w);
   clnorm__db_close(db);
@@ -1145,7 +1147,7 @@ static void test_ab_winner(void) {
     sqlite3_close(sql);
     OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
     ab_listing damaged = {0};
-    OK(clnorm__db_list_ab(db, &dev, &(uint64_t){HASH}, list_ab, &damaged, err, sizeof err));
+    OK(clnorm__db_list_ab(db, &dev, &HASHES, list_ab, &damaged, err, sizeof err));
     if (!(damaged.count == 1 && damaged.first.rows == 300)) {
       fprintf(stderr, "%s: %zu A/B rows listed, the first at %llu rows (1, at 300 rows)\n",
               damage[i], damaged.count, (unsigned long long)damaged.first.rows);
@@ -1153,6 +1155,122 @@ static void test_ab_winner(void) {
     }
     clnorm__db_close(db);
   }
+}
+
+/* A kernel hash per program family: a result is current when its hash is its op's family's, so
+ * an edit of backward.cl (another backward hash) leaves the forward ops' results current, and a
+ * result stored with the other family's hash is stale. */
+static void test_families(void) {
+  const uint64_t forward = UINT64_C(0x1111111111111111), backward = UINT64_C(0x2222222222222222);
+  const clnorm_kernel_hashes build = {forward, backward};
+  const clnorm_kernel_hashes backward_edited = {forward, UINT64_C(0x3333333333333333)};
+  const clnorm_kernel_hashes forward_edited = {UINT64_C(0x4444444444444444), backward};
+  CHECK(clnorm__kernel_hash_of(&build, CLNORM_OP_LAYERNORM) == forward);
+  CHECK(clnorm__kernel_hash_of(&build, CLNORM_OP_ADD_RMSNORM) == forward);
+  CHECK(clnorm__kernel_hash_of(&build, CLNORM_OP_LAYERNORM_BWD) == backward);
+  CHECK(clnorm__kernel_hash_of(&build, CLNORM_OP_RMSNORM_BWD) == backward);
+  /* this build's: two families of different sources, the same on every call */
+  const clnorm_kernel_hashes mine = clnorm__kernel_hashes(), again = clnorm__kernel_hashes();
+  CHECK(mine.forward != mine.backward);
+  CHECK(mine.forward == again.forward && mine.backward == again.backward);
+
+  const char *path = path_in("families.db");
+  clnorm_db *db = NULL;
+  OK(clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err));
+  const clnorm_device_identity dev = fake_device("535.104");
+  /* each op at 4096 cols, class 2: layernorm and layernorm_bwd of their own family's hash,
+   * rmsnorm and rmsnorm_bwd of the other's */
+  const struct {
+    clnorm_op op;
+    uint64_t hash;
+  } rows[] = {{CLNORM_OP_LAYERNORM, forward},
+              {CLNORM_OP_LAYERNORM_BWD, backward},
+              {CLNORM_OP_RMSNORM, backward},
+              {CLNORM_OP_RMSNORM_BWD, forward}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    clnorm_result r = make_result(rows[i].op, 4096, 2, 128, CLNORM_OUTCOME_OK, 2e-6);
+    r.kernel_hash = rows[i].hash;
+    OK(clnorm__db_put(db, &dev, &r, err, sizeof err));
+    OK(clnorm__db_put_heuristic(db, &dev, &r, err, sizeof err));
+  }
+  /* layernorm_bwd's A/B at 300 and 3000 rows chose its winner: its rows widen to both (the
+   * winners of two families list their A/B results of two hashes) */
+  clnorm_ab ab;
+  memset(&ab, 0, sizeof ab);
+  ab.kernel_hash = backward;
+  ab.op = CLNORM_OP_LAYERNORM_BWD;
+  ab.dtype = CLNORM_F32;
+  ab.cols = 4096;
+  ab.row_class = 2;
+  ab.candidate = (clnorm_variant){128, 128, 4, 4, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  ab.heuristic = (clnorm_variant){64, 64, 4, 4, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  ab.candidate_s = 2e-6;
+  ab.heuristic_s = 3e-6;
+  ab.noise = 0.01;
+  ab.rounds = 6;
+  for (uint64_t at = 300; at <= 3000; at *= 10) {
+    ab.rows = at;
+    OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  }
+  ab.op = CLNORM_OP_LAYERNORM; /* and layernorm's of the backward hash: stale */
+  OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  clnorm__db_close(db);
+
+  OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
+  clnorm_result *w = NULL;
+  size_t n = 0;
+  OK(clnorm__db_winners(db, &dev, build, &w, &n, err, sizeof err));
+  CHECK(n == 2);
+  if (n == 2) { /* sorted by op: layernorm before layernorm_bwd */
+    CHECK(w[0].op == CLNORM_OP_LAYERNORM && w[0].kernel_hash == forward);
+    CHECK(w[0].rows_lo == 4096 && w[0].rows_hi == 4096); /* no A/B of its own hash */
+    CHECK(w[1].op == CLNORM_OP_LAYERNORM_BWD && w[1].kernel_hash == backward);
+    CHECK(w[1].rows_lo == 300 && w[1].rows_hi == 3000);
+  }
+  free(w);
+  clnorm_db_stale stale;
+  OK(clnorm__db_stale(db, &dev, build, &stale, err, sizeof err));
+  CHECK(stale.kernels_changed == 2 && stale.driver_changed == 0);
+
+  /* backward.cl edited: the forward result stays current, the backward one is stale */
+  OK(clnorm__db_winners(db, &dev, backward_edited, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w && w[0].op == CLNORM_OP_LAYERNORM && w[0].kernel_hash == forward);
+  free(w);
+  OK(clnorm__db_stale(db, &dev, backward_edited, &stale, err, sizeof err));
+  CHECK(stale.kernels_changed == 3);
+  /* forward.cl edited: the other way round */
+  OK(clnorm__db_winners(db, &dev, forward_edited, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w && w[0].op == CLNORM_OP_LAYERNORM_BWD && w[0].kernel_hash == backward);
+  free(w);
+
+  size_t listed = 0;
+  OK(clnorm__db_list(db, &dev, &build, 0, count_row, &listed, err, sizeof err));
+  CHECK(listed == 2);
+  listed = 0;
+  OK(clnorm__db_list_heuristic(db, &dev, &build, count_row, &listed, err, sizeof err));
+  CHECK(listed == 2);
+  listed = 0;
+  OK(clnorm__db_list_heuristic(db, &dev, &backward_edited, count_row, &listed, err, sizeof err));
+  CHECK(listed == 1);
+  ab_listing abs = {0};
+  OK(clnorm__db_list_ab(db, &dev, &build, list_ab, &abs, err, sizeof err));
+  CHECK(abs.count == 2 && abs.first.op == CLNORM_OP_LAYERNORM_BWD &&
+        abs.last.op == CLNORM_OP_LAYERNORM_BWD);
+  memset(&abs, 0, sizeof abs);
+  OK(clnorm__db_list_ab(db, &dev, &backward_edited, list_ab, &abs, err, sizeof err));
+  CHECK(abs.count == 0);
+
+  clnorm_device_identity *devices = NULL;
+  size_t device_count = 0;
+  uint64_t other_kernels = 0;
+  OK(clnorm__db_tuned_devices(db, build, &devices, &device_count, &other_kernels, err, sizeof err));
+  CHECK(device_count == 1 && other_kernels == 2);
+  free(devices);
+  OK(clnorm__db_tuned_devices(db, backward_edited, &devices, &device_count, &other_kernels, err,
+                              sizeof err));
+  CHECK(device_count == 1 && other_kernels == 3);
+  free(devices);
+  clnorm__db_close(db);
 }
 
 /* The kernel hash that keys results (clnorm__source_hash): the same for sources that differ only
@@ -1212,6 +1330,7 @@ int main(void) {
                {"device identity", test_identity},
                {"invalid winners", test_dropped},
                {"A/B winners", test_ab_winner},
+               {"kernel families", test_families},
                {"kernel source hash", test_source_hash}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     const int before = failures;

@@ -98,9 +98,10 @@ static void put(const char *path, const clnorm_device_identity *device, clnorm_o
                 const clnorm_variant *v, int64_t when) {
   clnorm_db *db = NULL;
   char err[1024];
+  const clnorm_kernel_hashes build = clnorm__kernel_hashes();
   clnorm_result r;
   memset(&r, 0, sizeof r);
-  r.kernel_hash = clnorm__kernel_hash();
+  r.kernel_hash = clnorm__kernel_hash_of(&build, op);
   r.op = op;
   r.dtype = CLNORM_F32;
   r.cols = COLS;
@@ -428,9 +429,10 @@ static void nearest_case(void) {
 static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *candidate,
                        size_t rows) {
   const clnorm_call call = harness_call(op, rows, COLS);
+  const clnorm_kernel_hashes build = clnorm__kernel_hashes();
   clnorm_ab ab;
   memset(&ab, 0, sizeof ab);
-  ab.kernel_hash = clnorm__kernel_hash();
+  ab.kernel_hash = clnorm__kernel_hash_of(&build, op);
   ab.op = op;
   ab.dtype = CLNORM_F32;
   ab.cols = COLS;

@@ -552,8 +552,8 @@ clnorm_status clnorm__db_import(clnorm_db *db, const char *text, size_t len, siz
    * replaced only by a later measurement */
   for (size_t i = 0; i < ab_count && status == CLNORM_OK; i++) {
     ab_newer find = {&abs[i].ab, 1};
-    status = clnorm__db_list_ab(db, &devices[abs[i].device], &abs[i].ab.kernel_hash, newer_ab,
-                                &find, err, err_size);
+    const clnorm_kernel_hashes own = {abs[i].ab.kernel_hash, abs[i].ab.kernel_hash}; /* its own */
+    status = clnorm__db_list_ab(db, &devices[abs[i].device], &own, newer_ab, &find, err, err_size);
     if (status == CLNORM_OK && find.newer)
       status = clnorm__db_put_ab(db, &devices[abs[i].device], &abs[i].ab, err, err_size);
   }

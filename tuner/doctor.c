@@ -289,7 +289,7 @@ static void existing_parent(const char *path, char *buf, size_t size) {
   }
 }
 
-static void section_db(doctor *d, const char *db_option, uint64_t hash) {
+static void section_db(doctor *d, const char *db_option, clnorm_kernel_hashes hashes) {
   printf("\nTuning database\n");
   char path[4096], err[1024];
   const char *source = "--db";
@@ -370,15 +370,16 @@ static void section_db(doctor *d, const char *db_option, uint64_t hash) {
             !writable ? path : dir);
   }
   listing l = {d, 0};
-  printf("  results per device (current kernels: %016llx)\n", (unsigned long long)hash);
-  if (clnorm__db_devices(db, hash, on_device, &l, err, sizeof err) != CLNORM_OK) {
+  printf("  results per device (current kernels: %016llx forward, %016llx backward)\n",
+         (unsigned long long)hashes.forward, (unsigned long long)hashes.backward);
+  if (clnorm__db_devices(db, hashes, on_device, &l, err, sizeof err) != CLNORM_OK) {
     finding(d, DOCTOR_BAD_DB, err, "run `normtune tune`, which checks and repairs the database");
     clnorm__db_close(db);
     return;
   }
   for (size_t i = 0; i < d->nlive; i++) {
     clnorm_db_stale stale;
-    if (clnorm__db_stale(db, &d->live[i], hash, &stale, err, sizeof err) != CLNORM_OK ||
+    if (clnorm__db_stale(db, &d->live[i], hashes, &stale, err, sizeof err) != CLNORM_OK ||
         (stale.driver_changed == 0 && stale.kernels_changed == 0))
       continue;
     char what[800];
@@ -407,7 +408,7 @@ static int count_results(void *user, const clnorm_device_identity *id,
  * CLNORM_SYSTEM_DB), opened as the library opens it (read-only, immutable): where it is, whether
  * it is there, its results, and whether the library skips it as damaged. It is optional: only a
  * damaged one is a finding (a warning: the library goes on without it). */
-static void section_system_db(doctor *d, uint64_t hash) {
+static void section_system_db(doctor *d, clnorm_kernel_hashes hashes) {
   printf("\nSystem tuning database (read-only, consulted after the user's)\n");
   char path[4096], err[1024];
   const char *env = getenv("CLNORM_SYSTEM_DB");
@@ -427,12 +428,12 @@ static void section_system_db(doctor *d, uint64_t hash) {
   size_t here = 0;
   clnorm_status st = clnorm__db_open(path, CLNORM_DB_READONLY, &db, err, sizeof err);
   if (st == CLNORM_OK)
-    st = clnorm__db_devices(db, hash, count_results, &results, err, sizeof err);
+    st = clnorm__db_devices(db, hashes, count_results, &results, err, sizeof err);
   /* what the library reads of it for each device here: its check of the file */
   for (size_t i = 0; st == CLNORM_OK && i < d->nlive; i++) {
     clnorm_result *winners = NULL;
     size_t count = 0;
-    st = clnorm__db_winners(db, &d->live[i], hash, &winners, &count, err, sizeof err);
+    st = clnorm__db_winners(db, &d->live[i], hashes, &winners, &count, err, sizeof err);
     free(winners);
     here += count;
   }
@@ -483,15 +484,15 @@ static void section_binaries(void) {
          access(dir, W_OK) == 0 ? "writable" : "NOT writable (programs are compiled each run)");
 }
 
-int doctor_run(const char *db_option, uint64_t kernel_hash) {
+int doctor_run(const char *db_option, clnorm_kernel_hashes hashes) {
   doctor d;
   memset(&d, 0, sizeof d);
   printf("normtune doctor: clnorm %d.%d.%d\n\n", CLNORM_VERSION_MAJOR, CLNORM_VERSION_MINOR,
          CLNORM_VERSION_PATCH);
   section_icd(&d);
   section_platforms(&d);
-  section_db(&d, db_option, kernel_hash);
-  section_system_db(&d, kernel_hash);
+  section_db(&d, db_option, hashes);
+  section_system_db(&d, hashes);
   section_binaries();
   printf("\n");
   if (d.status == DOCTOR_OK)

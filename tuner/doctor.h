@@ -4,6 +4,8 @@
 #ifndef CLNORM_DOCTOR_H
 #define CLNORM_DOCTOR_H
 
+#include "db.h"
+
 #include <stdint.h>
 
 /* Exit statuses of `normtune doctor`: the most serious finding. */
@@ -14,8 +16,9 @@
 #define DOCTOR_BAD_DB 5    /* the database exists but cannot be read (permissions, corrupt, not */
                            /* a clnorm database, newer schema): the library runs untuned */
 
-/* Prints the report on standard output; db_option is --db (NULL: the default path). Each
- * warning and problem comes with a line saying what to do. Returns a DOCTOR_ status. */
-int doctor_run(const char *db_option, uint64_t kernel_hash);
+/* Prints the report on standard output; db_option is --db (NULL: the default path); results are
+ * current under hashes (this build's). Each warning and problem comes with a line saying what to
+ * do. Returns a DOCTOR_ status. */
+int doctor_run(const char *db_option, clnorm_kernel_hashes hashes);
 
 #endif

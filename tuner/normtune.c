@@ -31,7 +31,7 @@ void die(int code, const char *fmt, ...) {
   exit(code);
 }
 
-static int cmd_doctor(const options *o) { return doctor_run(o->db, clnorm__kernel_hash()); }
+static int cmd_doctor(const options *o) { return doctor_run(o->db, clnorm__kernel_hashes()); }
 
 /* The commands; each file of a command group defines its own (normtune.h). */
 static const struct {
@@ -50,9 +50,12 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "--version") == 0) {
     if (argc > 2)
       die(EXIT_USAGE, "--version takes no argument");
-    /* the kernel hash keys the database's results: it says which results this build uses */
-    printf("normtune (clnorm) %s\nkernel sources %016llx\n", clnorm_version_string(),
-           (unsigned long long)clnorm__kernel_hash());
+    /* the kernel hashes key the database's results (each op's by its family's): they say which
+     * results this build uses */
+    const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
+    printf("normtune (clnorm) %s\nkernel sources %016llx forward, %016llx backward\n",
+           clnorm_version_string(), (unsigned long long)hashes.forward,
+           (unsigned long long)hashes.backward);
     return 0;
   }
   if (strcmp(argv[1], "help") == 0) {

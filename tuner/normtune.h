@@ -88,7 +88,7 @@ typedef struct session {
   cl_command_queue plain; /* profiling off, made on first use: bench's back-to-back wall time */
   clnorm_ctx *ctx;
   clnorm_device_identity identity;
-  uint64_t hash;
+  clnorm_kernel_hashes hashes; /* this build's: what its rows are stored with and read under */
   cl_ulong max_alloc, global_mem, cache;
   /* how kernels are timed: by profiling events until they fail tool_time_plausible, then by the
    * wall clock (bench, verify), or refused (events_only: tune, whose stored times must be

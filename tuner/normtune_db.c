@@ -103,8 +103,8 @@ static void show_abs(show_state *st, const clnorm_device_identity *dev, const cl
   char err[512];
   if (st->json)
     printf(", \"ab\": [");
-  if (clnorm__db_list_ab(st->db, dev, &r->kernel_hash, show_ab_row, &sa, err, sizeof err) !=
-      CLNORM_OK)
+  const clnorm_kernel_hashes own = {r->kernel_hash, r->kernel_hash}; /* r's, whatever the family */
+  if (clnorm__db_list_ab(st->db, dev, &own, show_ab_row, &sa, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
   if (st->json)
     printf("]");
@@ -196,7 +196,7 @@ int cmd_show(const options *o) {
     die(EXIT_USAGE, "--c-table: needs --device, and an ARCH without quotes, backslashes or spaces");
   clnorm_device_identity id;
   const clnorm_device_identity *filter = NULL;
-  uint64_t hash = clnorm__kernel_hash();
+  const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
   if (o->device) {
     tool_device dev;
     if (!tool_pick_device(o->device, &dev, err, sizeof err))
@@ -205,7 +205,7 @@ int cmd_show(const options *o) {
       die(1, "%s", err);
     filter = &id;
     clnorm_db_stale stale;
-    if (clnorm__db_stale(db, &id, hash, &stale, err, sizeof err) == CLNORM_OK &&
+    if (clnorm__db_stale(db, &id, hashes, &stale, err, sizeof err) == CLNORM_OK &&
         (stale.driver_changed || stale.kernels_changed) && !o->json && !o->c_table)
       printf("%llu results of this device are stale (%llu: driver changed, %llu: kernels "
              "changed) and are not used; run `normtune tune` again\n",
@@ -219,7 +219,7 @@ int cmd_show(const options *o) {
     printf("[\n");
   else
     printf("tuned winners in %s (current kernels only)\n", path);
-  if (clnorm__db_list(db, filter, &hash, 1, show_row, &st, err, sizeof err) != CLNORM_OK)
+  if (clnorm__db_list(db, filter, &hashes, 1, show_row, &st, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
   if (o->json && !o->c_table)
     printf("\n]\n");
@@ -300,5 +300,5 @@ int cmd_report(const options *o) {
         o->out);
   char path[4096];
   db_path(o, path, sizeof path);
-  return report_write(path, o->out, html, clnorm__kernel_hash(), o->quiet);
+  return report_write(path, o->out, html, clnorm__kernel_hashes(), o->quiet);
 }

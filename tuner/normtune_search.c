@@ -35,7 +35,7 @@ void progress(search *se, const char *last) {
 /* The key of variant v on the search's shape in r, every measure NaN. */
 static void result_key(const search *se, const clnorm_variant *v, clnorm_result *r) {
   memset(r, 0, sizeof *r);
-  r->kernel_hash = se->s->hash;
+  r->kernel_hash = clnorm__kernel_hash_of(&se->s->hashes, se->sh->op);
   r->op = se->sh->op;
   r->dtype = se->sh->dtype;
   r->cols = se->sh->cols;
@@ -196,7 +196,7 @@ int read_back_completed(search *se, size_t limit) {
   key.rows = se->sh->rows;
   key.row_class = clnorm__row_class(se->sh->rows);
   ab_find f = {&key, key, 0};
-  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hash, find_ab_of_shape, &f, err,
+  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hashes, find_ab_of_shape, &f, err,
                          sizeof err) != CLNORM_OK ||
       !f.hit)
     return 0;
@@ -300,7 +300,7 @@ void evaluate_class_winner(search *se) {
   clnorm_result *w = NULL;
   size_t n = 0;
   char err[1024];
-  if (clnorm__db_winners(se->db, &se->s->identity, se->s->hash, &w, &n, err, sizeof err) !=
+  if (clnorm__db_winners(se->db, &se->s->identity, se->s->hashes, &w, &n, err, sizeof err) !=
       CLNORM_OK)
     return;
   const unsigned row_class = clnorm__row_class(se->sh->rows);
@@ -501,7 +501,7 @@ int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
     return -1;
   clnorm_ab ab;
   memset(&ab, 0, sizeof ab);
-  ab.kernel_hash = se->s->hash;
+  ab.kernel_hash = clnorm__kernel_hash_of(&se->s->hashes, se->sh->op);
   ab.op = se->sh->op;
   ab.dtype = se->sh->dtype;
   ab.cols = se->sh->cols;
@@ -511,7 +511,7 @@ int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
   ab.heuristic = *h;
   /* resumed: these two were compared at this row count already */
   ab_find f = {&ab, ab, 0};
-  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hash, find_ab, &f, err, sizeof err) ==
+  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hashes, find_ab, &f, err, sizeof err) ==
           CLNORM_OK &&
       f.hit) {
     *out = f.found;
@@ -619,7 +619,7 @@ static int ab_at_rows(search *se, const clnorm_ab *won, size_t rows, clnorm_ab *
     return -1;
   char err[1024], why[512];
   ab_find f = {&ab, ab, 0};
-  if (clnorm__db_list_ab(se->db, &s->identity, &s->hash, find_ab, &f, err, sizeof err) ==
+  if (clnorm__db_list_ab(se->db, &s->identity, &s->hashes, find_ab, &f, err, sizeof err) ==
           CLNORM_OK &&
       f.hit) {
     *out = f.found;

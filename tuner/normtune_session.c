@@ -50,7 +50,7 @@ void session_open(const options *o, session *s) {
     die(1, "clnorm_ctx_create: %s: %s", clnorm_status_string(st), clnorm_ctx_errmsg(NULL));
   if (clnorm__device_identity(s->dev.device, &s->identity, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
-  s->hash = clnorm__kernel_hash();
+  s->hashes = clnorm__kernel_hashes();
   clGetDeviceInfo(s->dev.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof s->max_alloc, &s->max_alloc,
                   NULL);
   clGetDeviceInfo(s->dev.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof s->global_mem, &s->global_mem,

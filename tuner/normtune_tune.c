@@ -64,7 +64,7 @@ int cmd_tune(const options *o) {
   clnorm_db *db = open_db_write(path);
   writing_db = db;
   clnorm_db_stale stale;
-  if (clnorm__db_stale(db, &s.identity, s.hash, &stale, err, sizeof err) == CLNORM_OK &&
+  if (clnorm__db_stale(db, &s.identity, s.hashes, &stale, err, sizeof err) == CLNORM_OK &&
       (stale.driver_changed || stale.kernels_changed))
     fprintf(stderr,
             "normtune: %llu stored results of this device are stale (%llu from another driver "
@@ -292,8 +292,7 @@ int cmd_strategies(const options *o) {
   clnorm_db *db = open_db_read(o, "", NULL);
   replay_state st;
   memset(&st, 0, sizeof st);
-  const uint64_t hash = s.hash;
-  if (clnorm__db_list(db, &s.identity, &hash, 0, replay_row, &st, err, sizeof err) != CLNORM_OK)
+  if (clnorm__db_list(db, &s.identity, &s.hashes, 0, replay_row, &st, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
   clnorm__db_close(db);
   const size_t nvar = variant_capacity(s.ctx);

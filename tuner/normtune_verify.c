@@ -70,8 +70,7 @@ static void shapes_of(const options *o, session *s, verify_list *l) {
                    " (run `normtune tune` first, or give the shapes: --cols and --rows, or "
                    "--grid)",
                    NULL);
-  const uint64_t hash = s->hash;
-  if (clnorm__db_list(db, &s->identity, &hash, 1, add_winner, l, err, sizeof err) != CLNORM_OK)
+  if (clnorm__db_list(db, &s->identity, &s->hashes, 1, add_winner, l, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
   clnorm__db_close(db);
   if (l->count == 0)

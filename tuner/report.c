@@ -57,6 +57,7 @@ typedef struct report {
   point *pts;
   size_t npts, cap;
   int no_memory, too_many_devices;
+  clnorm_kernel_hashes hashes; /* the results drawn are of these (their op's family's) */
 } report;
 
 /* Index of the device in rp (added when new), or MAX_DEVICES when there is no room. */
@@ -500,8 +501,10 @@ static void write_document(FILE *f, const report *rp, const panel *pn, size_t np
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
   text_at(f, MARGIN, 66, 12, "start", NULL,
           "Heuristic: the variant clnorm runs without tuning, measured in the same run. "
-          "Copy: the fastest of the copy kernels on the same device. Database %s, drawn %s.",
-          db_path, when);
+          "Copy: the fastest of the copy kernels on the same device. Database %s (kernel sources "
+          "%016llx forward, %016llx backward), drawn %s.",
+          db_path, (unsigned long long)rp->hashes.forward, (unsigned long long)rp->hashes.backward,
+          when);
   /* the timing rotates at most 8 buffer sets, enough to pass 4x the device's cache for all but
    * small shapes (normtune.c, shape_init) */
   text_at(f, MARGIN, 82, 12, "start", NULL,
@@ -578,7 +581,7 @@ static size_t leave_out_implausible(report *rp) {
   return left_out;
 }
 
-int report_write(const char *db_path, const char *out_path, int html, uint64_t kernel_hash,
+int report_write(const char *db_path, const char *out_path, int html, clnorm_kernel_hashes hashes,
                  int quiet) {
   char err[1024];
   clnorm_db *db = NULL;
@@ -592,11 +595,12 @@ int report_write(const char *db_path, const char *out_path, int html, uint64_t k
     fprintf(stderr, "normtune: out of memory\n");
     return REPORT_FAILED;
   }
-  clnorm_status st = clnorm__db_list(db, NULL, &kernel_hash, 1, on_winner, rp, err, sizeof err);
+  rp->hashes = hashes;
+  clnorm_status st = clnorm__db_list(db, NULL, &hashes, 1, on_winner, rp, err, sizeof err);
   if (st == CLNORM_OK)
-    st = clnorm__db_list_heuristic(db, NULL, &kernel_hash, on_heuristic, rp, err, sizeof err);
+    st = clnorm__db_list_heuristic(db, NULL, &hashes, on_heuristic, rp, err, sizeof err);
   if (st == CLNORM_OK)
-    st = clnorm__db_devices(db, kernel_hash, on_device, rp, err, sizeof err);
+    st = clnorm__db_devices(db, hashes, on_device, rp, err, sizeof err);
   for (size_t i = 0; st == CLNORM_OK && i < rp->ndev; i++)
     st = clnorm__db_copy_gbps(db, &rp->dev[i].id, &rp->dev[i].copy_gbps, &rp->dev[i].copy_bytes,
                               NULL, err, sizeof err);

@@ -5,6 +5,8 @@
 #ifndef CLNORM_REPORT_H
 #define CLNORM_REPORT_H
 
+#include "db.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,14 +15,15 @@
 #define REPORT_FAILED 1  /* database missing or unreadable, file not written */
 #define REPORT_NOTHING 3 /* the database holds no tuned result of these kernels */
 
-/* Reads the database at db_path (never changing it) and writes the charts of the results of
- * kernel_hash to out_path: an SVG document, or with html 1 the SVG inside a minimal HTML page;
- * "-" is standard output. Prints a summary line on standard error (quiet: none) and, on
- * failure, a message saying what to do. Returns one of the statuses above. */
 /* The row counts of row class row_class (clnorm__row_class) as text: "17-256", "4097+". */
 void report_row_range(unsigned row_class, char *out, size_t size);
 
-int report_write(const char *db_path, const char *out_path, int html, uint64_t kernel_hash,
+/* Reads the database at db_path (never changing it) and writes the charts of the results current
+ * under hashes (each of its op's family's kernel hash) to out_path: an SVG document, or with
+ * html 1 the SVG inside a minimal HTML page; "-" is standard output. Prints a summary line on
+ * standard error (quiet: none) and, on failure, a message saying what to do. Returns one of the
+ * statuses above. */
+int report_write(const char *db_path, const char *out_path, int html, clnorm_kernel_hashes hashes,
                  int quiet);
 
 #endif

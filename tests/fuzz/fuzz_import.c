@@ -73,8 +73,8 @@ static int see(void *user, const clnorm_device_identity *d, const clnorm_result 
   return 0;
 }
 
-static seen list_all(clnorm_db *db, const clnorm_device_identity *device, const uint64_t *hash,
-                     int winners_only) {
+static seen list_all(clnorm_db *db, const clnorm_device_identity *device,
+                     const clnorm_kernel_hashes *hash, int winners_only) {
   seen s;
   memset(&s, 0, sizeof s);
   const clnorm_status status =
@@ -109,14 +109,15 @@ static const char *after_time(const char *text) {
 /* Winners, stale counts and lookups of one (device, hash) pair, against the full listing. */
 static void check_pair(clnorm_db *db, const clnorm_device_identity *device, uint64_t hash,
                        const clnorm_result *sample) {
+  const clnorm_kernel_hashes both = {hash, hash}; /* every op's result of this hash is current */
   clnorm_result *winners = NULL;
   size_t count = 0;
-  clnorm_status status = clnorm__db_winners(db, device, hash, &winners, &count, err, sizeof err);
+  clnorm_status status = clnorm__db_winners(db, device, both, &winners, &count, err, sizeof err);
   fuzz_check_err(err, sizeof err, status, "clnorm__db_winners");
   if (status != CLNORM_OK)
     fuzz_fail("winners: %s", err);
   fuzz_check_winners(winners, count, hash, 1);
-  const seen flagged = list_all(db, device, &hash, 1);
+  const seen flagged = list_all(db, device, &both, 1);
   if (flagged.rows != count)
     fuzz_fail("winners gave %zu results, the listing %zu winners", count, flagged.rows);
   for (size_t i = 0; i < count; i++) {
@@ -130,7 +131,7 @@ static void check_pair(clnorm_db *db, const clnorm_device_identity *device, uint
   free(winners);
 
   clnorm_db_stale stale;
-  status = clnorm__db_stale(db, device, hash, &stale, err, sizeof err);
+  status = clnorm__db_stale(db, device, both, &stale, err, sizeof err);
   fuzz_check_err(err, sizeof err, status, "clnorm__db_stale");
   if (status != CLNORM_OK)
     fuzz_fail("stale: %s", err);

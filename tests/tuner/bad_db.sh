@@ -93,6 +93,19 @@ stale)
   expect_in "$WORK/show_k.out" \
     "$n results of this device are stale \\(0: driver changed, $n: kernels changed" \
     "show says the results of other kernels are stale"
+
+  step "forward results keyed by the backward family's kernel hash"
+  expect_rc 0 version "$NORMTUNE" --version
+  backward=$(sed -n 's/^kernel sources .* forward, \([0-9a-f]*\) backward$/\1/p' "$WORK/version.out")
+  [[ -n $backward ]] || fail "--version named no backward hash: $(cat "$WORK/version.out")"
+  sed "s/\"kernel_hash\": \"[0-9a-f]*\"/\"kernel_hash\": \"$backward\"/" "$WORK/good.json" \
+    >"$WORK/family.json"
+  expect_rc 0 import_f "$NORMTUNE" import "$WORK/family.json" --db "$WORK/family.db"
+  dispatch library_f fallback "$WORK/family.db" "stale|kernel" "$GOOD"
+  expect_rc 0 show_f "$NORMTUNE" show --db "$WORK/family.db" --device "$device"
+  expect_in "$WORK/show_f.out" \
+    "$n results of this device are stale \\(0: driver changed, $n: kernels changed" \
+    "a layernorm result of the backward ops' hash is stale"
   ;;
 readonly)
   step "a database in a read-only directory"

@@ -136,7 +136,11 @@ header_version=$(sed -n 's/^#define CLNORM_VERSION_STRING "\(.*\)"$/\1/p' \
   "$(dirname "$0")/../../include/clnorm.h")
 expect_in "$WORK/version.out" "^normtune \(clnorm\) $header_version$" \
   "--version prints the version of include/clnorm.h ($header_version)"
-expect_in "$WORK/version.out" '^kernel sources [0-9a-f]{16}$' "--version names the kernel hash"
+expect_in "$WORK/version.out" '^kernel sources [0-9a-f]{16} forward, [0-9a-f]{16} backward$' \
+  "--version names the kernel hash of each program family"
+forward=$(sed -n 's/^kernel sources \([0-9a-f]*\) forward, .*/\1/p' "$WORK/version.out")
+backward=$(sed -n 's/^kernel sources .* forward, \([0-9a-f]*\) backward$/\1/p' "$WORK/version.out")
+[[ $forward != "$backward" ]] || fail "the forward and backward kernel hashes are the same: $forward"
 
 step "the man page matches the help"
 MAN=$(dirname "$0")/../../docs/normtune.1

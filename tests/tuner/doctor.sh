@@ -45,6 +45,9 @@ expect_in "$out" '; driver [^;]+; OpenCL C ' "doctor gives the device's driver a
 expect_in "$out" "^  path: $GOOD \\(from --db\\)$" "doctor names the database"
 expect_in "$out" '^  exists: .*, readable, writable; directory .* writable$' "doctor's access line"
 expect_in "$out" '^  schema version [0-9]+ ' "doctor gives the schema version"
+expect_in "$out" \
+  '^  results per device \(current kernels: [0-9a-f]{16} forward, [0-9a-f]{16} backward\)$' \
+  "doctor names the kernel hash of each program family"
 expect_in "$out" ': [0-9]+ results, 1 shapes tuned with these kernels; this machine.s device$' \
   "doctor counts the results of this device"
 expect_in "$out" "^  directory: $WORK/bins \\(from \\\$CLNORM_BINARY_CACHE_DIR\\)$" \

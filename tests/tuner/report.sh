@@ -65,6 +65,8 @@ step "report --out FILE.svg"
 expect_rc 0 svg "$NORMTUNE" report --db "$DB" --out "$WORK/report.svg"
 expect_in "$WORK/svg.err" "wrote $WORK/report.svg: 1 device, 2 panels, [0-9]+ points" \
   "report says what it wrote"
+expect_in "$WORK/report.svg" 'kernel sources [0-9a-f]{16} forward, [0-9a-f]{16} backward' \
+  "the report names the kernel hash of each program family"
 head -c 100 "$WORK/report.svg" | grep -q '^<?xml version="1.0"' || fail "no XML declaration"
 check_svg "$WORK/report.svg" layernorm,rmsnorm f32,f16 1 1
 
