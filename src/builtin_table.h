@@ -2,5 +2,8 @@
  * Input: none; kernel sources ab0246632b5069e6 forward, 337b67c64be4eeed backward.
  * One entry a line: CLNORM_BUILTIN(vendor id, device name ("": the vendor's default),
  * driver family, architecture, op, dtype, cols, row class, wg, tpr, vec, hold, reduce,
- * stats, and the least and largest row counts where it did not lose to the heuristic)
+ * stats, the least and largest row counts where it did not lose to the heuristic, and
+ * the heuristic's variant its A/B compared it with: wg, tpr, vec, hold, reduce, stats
+ * (wg 0: not known). An entry is used only where the heuristic's variant is that one:
+ * once the heuristic changes, the entry gives way to it)
  */

@@ -171,6 +171,71 @@ static int same_heuristic(const clnorm_ctx *ctx, const clnorm_call *call, uint64
   return 0;
 }
 
+/* Whether `key` is not yet in the set of logged lines (ctx->logged), adding it: a line logged
+ * once per context. A full set or a collision only leaves a line out. */
+static int log_first(clnorm_ctx *ctx, uint64_t key) {
+  key = key ? key : 1;
+  int fresh = 0;
+  clnorm__mutex_lock(&ctx->lock);
+  for (size_t i = key % CLNORM_LOGGED, n = 0; n < CLNORM_LOGGED; i = (i + 1) % CLNORM_LOGGED, n++) {
+    if (ctx->logged[i] == key)
+      break;
+    if (ctx->logged[i] == 0) {
+      ctx->logged[i] = key;
+      fresh = 1;
+      break;
+    }
+  }
+  clnorm__mutex_unlock(&ctx->lock);
+  return fresh;
+}
+
+/* The bits of a call's shape class (op, dtype, cols, row class) in the logged set's keys. */
+static uint64_t shape_bits(const clnorm_call *call) {
+  return (uint64_t)call->cols << 8 | (uint64_t)call->op << 5 | (uint64_t)call->dtype << 2 |
+         clnorm__row_class(call->rows);
+}
+
+/* The info line, once per shape class and entry, of a table's entry `v` not used because its A/B
+ * compared it with the heuristic's variant `against` (at the row counts `rows`), not the one of
+ * this call: the heuristic's variant changes with the rows (a CPU's forward), or the heuristic
+ * changed since the tuning (src/variants.c), and what beat the old one may lose to the new one. */
+static void log_stale(clnorm_ctx *ctx, const clnorm_call *call, clnorm_choice why,
+                      const clnorm_variant *v, const clnorm_variant *against,
+                      const size_t rows[2]) {
+  if (clnorm__log_level() < CLNORM_LOG_INFO)
+    return; /* the set is not taken on every call where nothing is logged */
+  const uint64_t key = shape_bits(call) ^ (clnorm__variant_key(call->op, call->dtype, v) +
+                                           CLNORM__CHOICE_COUNT + (uint64_t)why) *
+                                              0xc2b2ae3d27d4eb4full;
+  if (!log_first(ctx, key))
+    return;
+  const uint64_t was_key = clnorm__variant_key(call->op, call->dtype, against);
+  int moved = 0; /* the heuristic still gives `against` where the A/B ran */
+  for (int i = 0; i < 2; i++) {
+    clnorm_call at = *call;
+    at.rows = rows[i];
+    clnorm_variant there;
+    clnorm__heuristic(&ctx->info, &at, &there);
+    const clnorm_variant run = effective(&ctx->info, &at, &there);
+    moved |= clnorm__variant_key(call->op, call->dtype, &there) == was_key ||
+             clnorm__variant_key(call->op, call->dtype, &run) == was_key;
+  }
+  char text[128], was[128], now[128];
+  clnorm_variant here;
+  clnorm__heuristic(&ctx->info, call, &here);
+  clnorm_variant_format(v, text, sizeof text);
+  clnorm_variant_format(against, was, sizeof was);
+  clnorm_variant_format(&here, now, sizeof now);
+  clnorm__log(CLNORM_LOG_INFO,
+              "%s %s rows=%zu cols=%zu on %s: the %s entry %s not used: its A/B compared it with "
+              "the heuristic's %s, the heuristic's variant here is %s (%s)",
+              clnorm_op_name(call->op), clnorm_dtype_name(call->dtype), call->rows, call->cols,
+              ctx->info.name, clnorm_choice_string(why), text, was, now,
+              moved ? "another than at the row counts it was compared at"
+                    : "the heuristic changed since it was tuned");
+}
+
 /* The levels of the choice that read a table, in the order they are tried, each table (tuned.c)
  * for the exact shape, then the nearest one: this device's results in the user's database under
  * this driver, then under other driver versions (re-measured by the next `normtune tune`); the
@@ -207,9 +272,9 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
   }
   /* The table levels, in order; each entry re-checked against the device and the call. Entries
    * are copied under the lock: the table may be replaced meanwhile. */
-  clnorm_variant found[LEVELS];
+  clnorm_variant found[LEVELS], against[LEVELS];
   size_t won_rows[LEVELS][2];
-  int have[LEVELS] = {0};
+  int have[LEVELS] = {0}, against_known[LEVELS];
   clnorm__mutex_lock(&ctx->lock); /* one lock for all lookups; the entries are copied out */
   for (int l = 0; l < LEVELS; l++) {
     const clnorm_table *table = &ctx->tables[levels[l / 2].table];
@@ -219,12 +284,16 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
       found[l] = t->variant;
       won_rows[l][0] = t->rows_lo;
       won_rows[l][1] = t->rows_hi;
+      against[l] = t->against;
+      against_known[l] = t->against_known;
       have[l] = 1;
     }
   }
   clnorm__mutex_unlock(&ctx->lock);
-  /* the heuristic's variant at the call's rows, taken once, where a table has an entry */
-  uint64_t here = 0;
+  /* the heuristic's variant at the call's rows, taken once, where a table has an entry: as the
+   * heuristic gives it, and as this call runs it (tune's A/B stored clnorm_heuristic's, which is
+   * the latter for tune's packed rows) */
+  uint64_t here = 0, here_run = 0;
   int have_here = 0;
   for (int l = 0; l < LEVELS; l++) {
     if (!have[l])
@@ -233,10 +302,19 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
       clnorm_variant v;
       clnorm__heuristic(&ctx->info, call, &v);
       here = clnorm__variant_key(call->op, call->dtype, &v);
+      const clnorm_variant run = effective(&ctx->info, call, &v);
+      here_run = clnorm__variant_key(call->op, call->dtype, &run);
       have_here = 1;
     }
-    if (!same_heuristic(ctx, call, here, won_rows[l]))
+    if (against_known[l]) {
+      const uint64_t key = clnorm__variant_key(call->op, call->dtype, &against[l]);
+      if (key != here && key != here_run) {
+        log_stale(ctx, call, levels[l / 2].why[l % 2], &found[l], &against[l], won_rows[l]);
+        continue;
+      }
+    } else if (!same_heuristic(ctx, call, here, won_rows[l])) {
       continue;
+    }
     *why = levels[l / 2].why[l % 2];
     if (candidate(ctx, call, &found[l], eff, prog) == CLNORM_OK)
       return CLNORM_OK;
@@ -253,24 +331,10 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
  * before. */
 void clnorm__log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
                         clnorm_choice why, int again) {
-  const uint64_t shape = (uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
-                         (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows);
-  /* a slot's key; a collision only leaves a line out */
-  uint64_t key = shape ^ (clnorm__variant_key(call->op, call->dtype, v) + (uint64_t)why) *
-                             0x9e3779b97f4a7c15ull;
-  key = key ? key : 1;
-  int fresh = 0;
-  clnorm__mutex_lock(&ctx->lock);
-  for (size_t i = key % CLNORM_LOGGED, n = 0; n < CLNORM_LOGGED; i = (i + 1) % CLNORM_LOGGED, n++) {
-    if (ctx->logged[i] == key)
-      break;
-    if (ctx->logged[i] == 0) {
-      ctx->logged[i] = key;
-      fresh = 1;
-      break;
-    }
-  }
-  clnorm__mutex_unlock(&ctx->lock);
+  const uint64_t key =
+      shape_bits(call) ^
+      (clnorm__variant_key(call->op, call->dtype, v) + (uint64_t)why) * 0x9e3779b97f4a7c15ull;
+  const int fresh = log_first(ctx, key);
   if (!fresh && !again)
     return;
   char text[128];

@@ -99,8 +99,11 @@ typedef struct clnorm_result {
   int64_t measured_at;                   /* unix time; 0 in put means now */
   char clnorm_version[16];               /* "" in put means this build's version */
   /* clnorm__db_winners and _winner_rows only (ignored by put): the least and the largest row
-   * count at which this winner was measured not to lose (clnorm__db_winner_rows) */
+   * count at which this winner was measured not to lose (clnorm__db_winner_rows), and the
+   * heuristic's variant its A/B results compared it with (against_known 0: no A/B chose it) */
   uint64_t rows_lo, rows_hi;
+  clnorm_variant against;
+  int against_known;
 } clnorm_result;
 
 /* Rows the last clnorm__db_list or clnorm__db_winners skipped because this build cannot use them
@@ -240,9 +243,12 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
 /* Sets rows_lo and rows_hi of each of winners[0..count) (winners of `device`, as
  * clnorm__db_winners returns them, sorted by op, dtype, cols, row class) from one listing of the
  * device's A/B results: the least and the largest row count of the shape whose A/B chose that
- * winner's variant (a candidate that won; the heuristic's variant that was kept). A winner that no
- * A/B chose (a database or export without A/B results) gets the row count it was measured at,
- * its `rows`. Statuses as clnorm__db_list_ab. */
+ * winner's variant (a candidate that won; the heuristic's variant that was kept), and `against`,
+ * those A/Bs' heuristic variant (tune compares a class's winner again only where the heuristic's
+ * variant is the one of the rows tuned, so they share one; where two row counts of the class were
+ * tuned and the heuristic gives each another variant, against_known is 0). A winner that no A/B
+ * chose (a database or export without A/B results) gets the row count it was measured at, its
+ * `rows`, and against_known 0. Statuses as clnorm__db_list_ab. */
 clnorm_status clnorm__db_winner_rows(clnorm_db *db, const clnorm_device_identity *device,
                                      clnorm_result *winners, size_t count, char *err,
                                      size_t err_size);

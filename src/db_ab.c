@@ -151,6 +151,15 @@ static int widen_rows(void *user, const clnorm_ab *ab) {
   if (!r || r->kernel_hash != ab->kernel_hash ||
       !clnorm__variant_same(&r->variant, ab->kept_heuristic ? &ab->heuristic : &ab->candidate))
     return 0;
+  /* A/Bs at row counts the heuristic gives different variants (a CPU's forward, two row counts
+   * of the class tuned) leave it not known (-1 until the end): the dispatcher then tests the
+   * heuristic's variants of rows_lo and rows_hi instead */
+  if (r->against_known == 0) {
+    r->against = ab->heuristic;
+    r->against_known = 1;
+  } else if (!clnorm__variant_same(&r->against, &ab->heuristic)) {
+    r->against_known = -1;
+  }
   if (r->rows_lo == 0 || ab->rows < r->rows_lo)
     r->rows_lo = ab->rows;
   if (ab->rows > r->rows_hi)
@@ -161,15 +170,21 @@ static int widen_rows(void *user, const clnorm_ab *ab) {
 clnorm_status clnorm__db_winner_rows(clnorm_db *db, const clnorm_device_identity *device,
                                      clnorm_result *winners, size_t count, char *err,
                                      size_t err_size) {
-  for (size_t i = 0; i < count; i++)
+  for (size_t i = 0; i < count; i++) {
     winners[i].rows_lo = winners[i].rows_hi = 0;
+    memset(&winners[i].against, 0, sizeof winners[i].against);
+    winners[i].against_known = 0;
+  }
   winner_rows w = {winners, count};
   /* of any kernel hash: widen_rows takes an A/B of its winner's own (the winners of two families
    * hold two) */
   const clnorm_status st =
       count ? clnorm__db_list_ab(db, device, NULL, widen_rows, &w, err, err_size) : CLNORM_OK;
-  for (size_t i = 0; i < count; i++)
+  for (size_t i = 0; i < count; i++) {
     if (winners[i].rows_lo == 0) /* no A/B chose it: where it was measured */
       winners[i].rows_lo = winners[i].rows_hi = winners[i].rows;
+    if (winners[i].against_known < 0)
+      winners[i].against_known = 0;
+  }
   return st;
 }

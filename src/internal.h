@@ -109,8 +109,9 @@ typedef struct clnorm_program {
 /* One row of the tuned table: the winner for an op, dtype, cols and row class, and the least and
  * largest row counts of the class at which it was measured not to lose to the heuristic (its A/B
  * results; without them, the row count it was measured at): clnorm__tuned_find uses it only at
- * row counts within CLNORM_ROWS_NEAR_RATIO of that range, and the choice (choose.c) only where
- * the heuristic's variant is the one of rows_lo or rows_hi. */
+ * row counts within CLNORM_ROWS_NEAR_RATIO of that range. `against`: the heuristic's variant its
+ * A/Bs compared it with; the choice (choose.c) uses it only where the heuristic's variant at the
+ * call is that one (against_known 0, not known: where it is the one of rows_lo or rows_hi). */
 typedef struct clnorm_tuned {
   clnorm_op op;
   clnorm_dtype dtype;
@@ -118,6 +119,8 @@ typedef struct clnorm_tuned {
   unsigned row_class;
   clnorm_variant variant;
   size_t rows_lo, rows_hi;
+  clnorm_variant against;
+  int against_known;
 } clnorm_tuned;
 
 /* A shipped winner (src/builtin_table.h, written by `normtune builtin`): for the device of this

@@ -12,18 +12,27 @@
 
 /* Winners we ship: src/builtin_table.h, written by `normtune builtin` (docs/tuned/README.md). */
 static const clnorm_builtin builtin_table[] = {
-#define CLNORM_BUILTIN(vendor_id, device, family, arch, op, dtype, cols, row_class, wg, tpr, vec,   \
-                       hold, reduce, stats, rows_lo, rows_hi)                                      \
+/* a_wg ... a_stats: the heuristic's variant the entry's A/B compared it with; a_wg 0 where it had
+ * none (against_known 0: choose.c then falls back to same_heuristic) */
+#define CLNORM_BUILTIN(vendor_id, device, family, arch, op, dtype, cols, row_class, wg, tpr, vec,  \
+                       hold, reduce, stats, rows_lo, rows_hi, a_wg, a_tpr, a_vec, a_hold,          \
+                       a_reduce, a_stats)                                                          \
   {vendor_id,                                                                                      \
    device,                                                                                         \
    family,                                                                                         \
    arch,                                                                                           \
-   {op, dtype, cols, row_class, {wg, tpr, vec, hold, reduce, stats}, rows_lo, rows_hi}},
+   {op,                                                                                            \
+    dtype,                                                                                         \
+    cols,                                                                                          \
+    row_class,                                                                                     \
+    {wg, tpr, vec, hold, reduce, stats},                                                           \
+    rows_lo,                                                                                       \
+    rows_hi,                                                                                       \
+    {a_wg, a_tpr, a_vec, a_hold, a_reduce, a_stats},                                               \
+    a_wg != 0}},
 #include "builtin_table.h"
 #undef CLNORM_BUILTIN
-    {0, NULL, NULL, NULL,
-     {CLNORM_OP_LAYERNORM, CLNORM_F32, 0, 0,
-      {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}, 0, 0}} /* end */
+    {.device = NULL} /* end */
 };
 
 static int tuned_cmp(const void *pa, const void *pb) {
@@ -177,7 +186,7 @@ int clnorm__tuned_rows_used(const clnorm_tuned *t, size_t *first, size_t *last) 
 const clnorm_tuned *clnorm__tuned_find(const clnorm_tuned *table, size_t count, clnorm_op op,
                                        clnorm_dtype dtype, size_t cols, size_t rows, int exact) {
   const unsigned row_class = clnorm__row_class(rows);
-  const clnorm_tuned key = {op, dtype, cols, row_class, {0, 0, 0, 0, 0, 0}, 0, 0};
+  const clnorm_tuned key = {.op = op, .dtype = dtype, .cols = cols, .row_class = row_class};
   const clnorm_tuned *own = count ? bsearch(&key, table, count, sizeof *table, tuned_cmp) : NULL;
   if (exact)
     return own && clnorm__tuned_stands(own, rows) ? own : NULL;
@@ -220,6 +229,8 @@ static clnorm_tuned *to_table(const clnorm_result *results, size_t count) {
     table[i].variant = results[i].variant;
     table[i].rows_lo = (size_t)results[i].rows_lo;
     table[i].rows_hi = (size_t)results[i].rows_hi;
+    table[i].against = results[i].against;
+    table[i].against_known = results[i].against_known;
   }
   if (table) /* qsort's array may not be NULL, even for no elements */
     qsort(table, count, sizeof *table, tuned_cmp);

@@ -1076,6 +1076,7 @@ static void test_ab_winner(void) {
   size_t n = 0;
   OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* no A/B: the fastest */
+  CHECK(!w[0].against_known);              /* compared with nothing known */
   free(w);
 
   clnorm_ab ab;
@@ -1096,6 +1097,9 @@ static void test_ab_winner(void) {
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
   OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* the A/B at 300 rows: the candidate won */
+  /* against the A/B's heuristic variant: the dispatcher uses the winner only where the
+   * heuristic still gives that one */
+  CHECK(w[0].against_known && clnorm__variant_same(&w[0].against, &heur.variant));
   free(w);
   /* at 3000 rows (the same class) the candidate lost: the heuristic's variant is the winner */
   ab.rows = 3000;
@@ -1104,6 +1108,7 @@ static void test_ab_winner(void) {
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
   OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64 && w[0].median_s == 3e-6);
+  CHECK(w[0].against_known && clnorm__variant_same(&w[0].against, &heur.variant));
   free(w);
   /* and stays so when a later A/B at 300 rows says the candidate won again */
   ab.rows = 300;
@@ -1273,6 +1278,51 @@ static void test_families(void) {
   clnorm__db_close(db);
 }
 
+/* A winner's `against` is the heuristic's variant of the A/Bs that chose it; where two of them
+ * compared it with different variants (a CPU's forward at two row counts tuned), it is not
+ * known. */
+static void test_ab_against(void) {
+  const char *path = path_in("against.db");
+  clnorm_db *db = NULL;
+  OK(clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err));
+  const clnorm_device_identity dev = fake_device("535.104");
+  const clnorm_result fast = make_result(CLNORM_OP_RMSNORM, 1024, 2, 128, CLNORM_OUTCOME_OK, 2e-6);
+  const clnorm_result heur = make_result(CLNORM_OP_RMSNORM, 1024, 2, 64, CLNORM_OUTCOME_OK, 3e-6);
+  const clnorm_result other = make_result(CLNORM_OP_RMSNORM, 1024, 2, 32, CLNORM_OUTCOME_OK, 4e-6);
+  OK(clnorm__db_put(db, &dev, &fast, err, sizeof err));
+  OK(clnorm__db_put(db, &dev, &heur, err, sizeof err));
+  clnorm_ab ab;
+  memset(&ab, 0, sizeof ab);
+  ab.kernel_hash = HASH;
+  ab.op = CLNORM_OP_RMSNORM;
+  ab.dtype = CLNORM_F32;
+  ab.cols = 1024;
+  ab.row_class = 2;
+  ab.rows = 300;
+  ab.candidate = fast.variant;
+  ab.heuristic = heur.variant;
+  ab.candidate_s = 2e-6;
+  ab.heuristic_s = 3e-6;
+  ab.noise = 0.01;
+  ab.rounds = 6;
+  OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  clnorm_result *w = NULL;
+  size_t n = 0;
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 128 && w[0].rows_lo == 300 && w[0].rows_hi == 300 &&
+        w[0].against_known && clnorm__variant_same(&w[0].against, &heur.variant));
+  free(w);
+  /* the winner won at 600 rows too, against another variant of the heuristic */
+  ab.rows = 600;
+  ab.heuristic = other.variant;
+  OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  CHECK(n == 1 && w[0].variant.wg == 128 && w[0].rows_lo == 300 && w[0].rows_hi == 600 &&
+        !w[0].against_known);
+  free(w);
+  clnorm__db_close(db);
+}
+
 /* The kernel hash that keys results (clnorm__source_hash): the same for sources that differ only
  * in comments and spacing, another wherever the compiler could see a difference. */
 static uint64_t source_hash(const char *src) {
@@ -1331,6 +1381,7 @@ int main(void) {
                {"invalid winners", test_dropped},
                {"A/B winners", test_ab_winner},
                {"kernel families", test_families},
+               {"A/B against", test_ab_against},
                {"kernel source hash", test_source_hash}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     const int before = failures;

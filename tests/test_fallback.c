@@ -21,12 +21,16 @@
  *       next level, a built-in entry that won at 256 rows) nor at 17 (the heuristic); the info
  *       log names each choice. A forward winner of 64 rows at 128 rows: used only where the
  *       heuristic's variant at 128 rows is the one at 64 (a GPU), else the heuristic (a CPU).
+ *     against: an entry whose A/B compared it with a variant the heuristic no longer gives at the
+ *       call (a built-in entry; the user's winner, its A/B in the database) is not used, the
+ *       next level is, and the info log says why once; compared with the heuristic's variant of
+ *       the call, each is used.
  *   test_fallback builtin TABLE_H ARCH
  *     TABLE_H: written by `normtune builtin` (tests/tuner/builtin.sh) from results of this
  *     device renamed as another model of architecture ARCH, and marked as its vendor's default.
  *     Matched as this device with architecture ARCH: `builtin (sibling)` with each entry's
  *     variant; as another architecture: `builtin (vendor)`; the entries under this device's own
- *     name: `builtin`. */
+ *     name: `builtin`, and the heuristic where each entry's A/B heuristic variant is changed. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
 #include "internal.h"
@@ -71,6 +75,8 @@ static void log_clear(void) {
 
 #define ROWS 64
 #define COLS 256
+/* The end of an entry whose A/B results are not known (its `against`) */
+#define NO_AB {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}, 0
 
 /* Variants of op that run ROWS x COLS here, unlike the heuristic's and each other: out[0..n). */
 static void pick_variants(clnorm_op op, clnorm_variant *out, size_t n) {
@@ -346,20 +352,30 @@ static size_t parse_table(const char *path, parsed *out, size_t cap) {
       continue;
     const char *p = line + 15;
     parsed *e = &out[n];
-    unsigned long v[13];
+    unsigned long v[19];
     int ok = parse_value(&p, &v[0]) && parse_string(&p, e->device, sizeof e->device) &&
              parse_string(&p, e->family, sizeof e->family) &&
              parse_string(&p, e->arch, sizeof e->arch);
-    for (int i = 1; ok && i < 13; i++)
+    for (int i = 1; ok && i < 19; i++)
       ok = parse_value(&p, &v[i]);
     EXPECT(ok, "%s: cannot parse the line %s", path, line);
     if (!ok)
       continue;
-    e->b = (clnorm_builtin){(cl_uint)v[0], e->device, e->family, e->arch,
-                            {(clnorm_op)v[1], (clnorm_dtype)v[2], v[3], (unsigned)v[4],
+    e->b = (clnorm_builtin){(cl_uint)v[0],
+                            e->device,
+                            e->family,
+                            e->arch,
+                            {(clnorm_op)v[1],
+                             (clnorm_dtype)v[2],
+                             v[3],
+                             (unsigned)v[4],
                              {(unsigned)v[5], (unsigned)v[6], (unsigned)v[7], (unsigned)v[8],
                               (clnorm_reduce)v[9], (clnorm_stats)v[10]},
-                             v[11], v[12]}};
+                             v[11],
+                             v[12],
+                             {(unsigned)v[13], (unsigned)v[14], (unsigned)v[15], (unsigned)v[16],
+                              (clnorm_reduce)v[17], (clnorm_stats)v[18]},
+                             v[13] != 0}};
     n++;
   }
   fclose(f);
@@ -394,12 +410,21 @@ static void nearest_case(void) {
   pick_unheld(CLNORM_OP_LAYERNORM, cols, sizeof cols / sizeof cols[0], v, 2);
   const unsigned row_class = clnorm__row_class(ROWS);
   const clnorm_builtin table[] = {
-      {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-       {CLNORM_OP_LAYERNORM, CLNORM_F32, 256, row_class, v[0], ROWS, ROWS}},
-      {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-       {CLNORM_OP_LAYERNORM, CLNORM_F32, 1024, row_class, v[1], ROWS, ROWS}},
-      {self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-       {CLNORM_OP_LAYERNORM, CLNORM_F32, 2048, row_class, v[1], ROWS, ROWS}}};
+      {self.vendor_id,
+       h.ctx->info.name,
+       h.ctx->info.family,
+       "",
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 256, row_class, v[0], ROWS, ROWS, NO_AB}},
+      {self.vendor_id,
+       h.ctx->info.name,
+       h.ctx->info.family,
+       "",
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 1024, row_class, v[1], ROWS, ROWS, NO_AB}},
+      {self.vendor_id,
+       h.ctx->info.name,
+       h.ctx->info.family,
+       "",
+       {CLNORM_OP_LAYERNORM, CLNORM_F32, 2048, row_class, v[1], ROWS, ROWS, NO_AB}}};
   char no_user[300];
   snprintf(no_user, sizeof no_user, "%s/no-user.db", tmp_dir);
   clnorm_ctx *ctx = make_ctx(no_user, "");
@@ -425,9 +450,9 @@ static void nearest_case(void) {
 }
 
 /* Stores an A/B of op at `rows` x COLS for `device`: `candidate` won against the heuristic's
- * variant. */
-static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *candidate,
-                       size_t rows) {
+ * variant, `heuristic` (NULL: the one the heuristic gives there now). */
+static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *candidate, size_t rows,
+                       const clnorm_variant *heuristic) {
   const clnorm_call call = harness_call(op, rows, COLS);
   const clnorm_kernel_hashes build = clnorm__kernel_hashes();
   clnorm_ab ab;
@@ -446,7 +471,9 @@ static void put_ab_won(const char *path, clnorm_op op, const clnorm_variant *can
   ab.kept_heuristic = 0;
   clnorm_db *db = NULL;
   char err[1024];
-  if (clnorm_heuristic(h.ctx, &call, &ab.heuristic) != CLNORM_OK ||
+  if (heuristic)
+    ab.heuristic = *heuristic;
+  if ((!heuristic && clnorm_heuristic(h.ctx, &call, &ab.heuristic) != CLNORM_OK) ||
       clnorm__db_open(path, CLNORM_DB_WRITE, &db, err, sizeof err) != CLNORM_OK ||
       clnorm__db_put_ab(db, &self, &ab, err, sizeof err) != CLNORM_OK) {
     harness_fail("storing an A/B into %s: %s", path, err);
@@ -461,7 +488,7 @@ static clnorm_ctx *rows_ctx(const char *name, clnorm_op op, const clnorm_variant
   char user[300];
   snprintf(user, sizeof user, "%s/%s", tmp_dir, name);
   put(user, &self, op, winner, 1000);
-  put_ab_won(user, op, winner, ROWS);
+  put_ab_won(user, op, winner, ROWS, NULL);
   return make_ctx(user, "");
 }
 
@@ -472,9 +499,12 @@ static clnorm_ctx *rows_ctx(const char *name, clnorm_op op, const clnorm_variant
 static void rows_case(const clnorm_variant *ln) {
   const clnorm_op op = CLNORM_OP_LAYERNORM_BWD;
   clnorm_ctx *ctx = rows_ctx("rows.db", op, &ln[0]);
-  const clnorm_builtin table[] = {{self.vendor_id, h.ctx->info.name, h.ctx->info.family, "",
-                                   {op, CLNORM_F32, COLS, clnorm__row_class(ROWS), ln[1], 256,
-                                    256}}};
+  const clnorm_builtin table[] = {
+      {self.vendor_id,
+       h.ctx->info.name,
+       h.ctx->info.family,
+       "",
+       {op, CLNORM_F32, COLS, clnorm__row_class(ROWS), ln[1], 256, 256, NO_AB}}};
   clnorm__builtin_use(ctx, table, 1, NULL);
   expect_choice("rows, where it won", ctx, op, ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
   expect_choice("rows, 2x above", ctx, op, 2 * ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
@@ -524,6 +554,68 @@ static void rows_heuristic_case(const clnorm_variant *ln) {
   expect_choice("rows, forward, where it won", ctx, op, ROWS, COLS, CLNORM_CHOICE_TUNED, &ln[0]);
   expect_choice("rows, forward, 2x above", ctx, op, 2 * ROWS, COLS,
                 same ? CLNORM_CHOICE_TUNED : CLNORM_CHOICE_HEURISTIC, same ? &ln[0] : NULL);
+  clnorm_ctx_destroy(ctx);
+}
+
+/* The number of times `what` occurs in the collected log. */
+static int log_count(const char *what) {
+  int n = 0;
+  for (const char *at = strstr(log_text, what); at; at = strstr(at + 1, what))
+    n++;
+  return n;
+}
+
+/* against: an entry is used only where the heuristic's variant at the call is the one its A/B
+ * compared it with (`against`), else the next level; as after a change of the heuristic, the
+ * entries here were compared with ln[2], which the heuristic does not give here (pick_variants).
+ * A built-in entry compared with ln[2]: the heuristic, said once by the info log; with the
+ * heuristic's variant here: used. The user's winner whose A/B (in the database) was against
+ * ln[2]: the built-in entry, the next level; its A/B against the heuristic's variant here: used. */
+static void against_case(const clnorm_variant *ln) {
+  const clnorm_op op = CLNORM_OP_LAYERNORM;
+  const clnorm_call call = harness_call(op, ROWS, COLS);
+  clnorm_variant now;
+  if (clnorm_heuristic(h.ctx, &call, &now) != CLNORM_OK) {
+    harness_fail("clnorm_heuristic: %s", clnorm_ctx_errmsg(h.ctx));
+    return;
+  }
+  clnorm_builtin table[] = {
+      {self.vendor_id,
+       h.ctx->info.name,
+       h.ctx->info.family,
+       "",
+       {op, CLNORM_F32, COLS, clnorm__row_class(ROWS), ln[0], ROWS, ROWS, ln[2], 1}}};
+  char user[300];
+  snprintf(user, sizeof user, "%s/no-user.db", tmp_dir);
+  clnorm_ctx *ctx = make_ctx(user, "");
+  clnorm__builtin_use(ctx, table, 1, NULL);
+  log_clear();
+  expect_choice("against another heuristic's variant", ctx, op, ROWS, COLS, CLNORM_CHOICE_HEURISTIC,
+                NULL);
+  expect_choice("against another heuristic's variant, again", ctx, op, ROWS, COLS,
+                CLNORM_CHOICE_HEURISTIC, NULL);
+  EXPECT(log_count("its A/B compared it with the heuristic's") == 1 &&
+             log_count("(the heuristic changed since it was tuned)") == 1,
+         "against: the log does not say once why the built-in entry is not used:\n%s", log_text);
+  table[0].entry.against = now;
+  clnorm__builtin_use(ctx, table, 1, NULL);
+  expect_choice("against the heuristic's variant", ctx, op, ROWS, COLS, CLNORM_CHOICE_BUILTIN,
+                &ln[0]);
+  clnorm_ctx_destroy(ctx);
+
+  snprintf(user, sizeof user, "%s/against.db", tmp_dir);
+  put(user, &self, op, &ln[1], 1000);
+  put_ab_won(user, op, &ln[1], ROWS, &ln[2]);
+  ctx = make_ctx(user, "");
+  clnorm__builtin_use(ctx, table, 1, NULL);
+  expect_choice("against, the database's A/B with another heuristic's variant", ctx, op, ROWS, COLS,
+                CLNORM_CHOICE_BUILTIN, &ln[0]);
+  clnorm_ctx_destroy(ctx);
+  put_ab_won(user, op, &ln[1], ROWS, NULL);
+  ctx = make_ctx(user, "");
+  clnorm__builtin_use(ctx, table, 1, NULL);
+  expect_choice("against, the database's A/B with the heuristic's variant", ctx, op, ROWS, COLS,
+                CLNORM_CHOICE_TUNED, &ln[1]);
   clnorm_ctx_destroy(ctx);
 }
 
@@ -579,6 +671,19 @@ static int builtin_case(const char *table_path, const char *arch) {
     table[i].device = p[i].device[0] ? h.ctx->info.name : "";
   clnorm__builtin_use(ctx, table, n, "clnorm-test-other-arch");
   expect_entries("own", ctx, p, n, sibling, CLNORM_CHOICE_BUILTIN);
+  /* each entry carries its A/B's heuristic variant; compared with another one (as after a change
+   * of the heuristic), none is used */
+  for (size_t i = 0; i < n; i++) {
+    clnorm_tuned *t = &table[i].entry;
+    EXPECT(t->against_known, "%s: entry %zu has no heuristic variant of its A/B", table_path, i);
+    t->against.stats =
+        t->against.stats == CLNORM_STATS_WELFORD ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;
+  }
+  clnorm__builtin_use(ctx, table, n, "clnorm-test-other-arch");
+  for (size_t i = 0; i < n; i++)
+    if (p[i].device[0])
+      expect_choice("own, against another heuristic's variant", ctx, table[i].entry.op,
+                    table[i].entry.rows_lo, table[i].entry.cols, CLNORM_CHOICE_HEURISTIC, NULL);
   /* and none of another vendor */
   for (size_t i = 0; i < n; i++)
     table[i].vendor_id = self.vendor_id + 1;
@@ -617,6 +722,7 @@ int main(int argc, char **argv) {
     pick_variants(CLNORM_OP_LAYERNORM_BWD, bwd, 2);
     rows_case(bwd);
     rows_heuristic_case(ln);
+    against_case(ln);
   } else {
     fprintf(stderr, "usage: test_fallback [builtin TABLE_H ARCH]\n");
     return 2;

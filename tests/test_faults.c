@@ -90,7 +90,11 @@ static clnorm_ctx *tuned_ctx(const oc_case *c, const clnorm_variant *v) {
   clnorm_tuned *t = malloc(sizeof *t);
   if (!t)
     exit(1);
-  *t = (clnorm_tuned){c->op, c->dtype, c->cols, clnorm__row_class(c->rows), *v, c->rows, c->rows};
+  /* against not known: used wherever the heuristic's variant is the one at c->rows */
+  *t = (clnorm_tuned){
+      c->op, c->dtype, c->cols, clnorm__row_class(c->rows),
+      *v,    c->rows,  c->rows, {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+      0};
   clnorm__mutex_lock(&ctx->lock);
   free(ctx->tables[CLNORM_TABLE_TUNED].rows);
   ctx->tables[CLNORM_TABLE_TUNED].rows = t;

@@ -439,6 +439,12 @@ void json_number(const char *format, double v);
 int cmd_show(const options *o);
 int cmd_export(const options *o);
 int cmd_builtin(const options *o); /* normtune_builtin.c */
+/* normtune_builtin.c: one entry of src/builtin_table.h, CLNORM_BUILTIN(...) in the format its
+ * header comment gives, without a comment or the newline: the winner r (as clnorm__db_winners
+ * gives it: its row range and compared heuristic variant included) of the device of vendor_id,
+ * name, driver family and architecture. normtune builtin and show --c-table write it. */
+void builtin_line(FILE *out, cl_uint vendor_id, const char *device, const char *family,
+                  const char *arch, const clnorm_result *r);
 int cmd_import(const options *o);
 int cmd_report(const options *o);
 

@@ -215,6 +215,27 @@ static const char *const dtype_enum[] = {CLNORM_DTYPE_MAP(ENUMERATOR)};
 static const char *const reduce_enum[] = {CLNORM_REDUCE_MAP(ENUMERATOR)};
 static const char *const stats_enum[] = {CLNORM_STATS_MAP(ENUMERATOR)};
 
+void builtin_line(FILE *out, cl_uint vendor_id, const char *device, const char *family,
+                  const char *arch, const clnorm_result *r) {
+  const clnorm_variant *v = &r->variant;
+  /* unknown (no A/B results): wg 0, which no variant has (src/tuned.c's CLNORM_BUILTIN) */
+  const clnorm_variant none = {0, 0, 0, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+  const clnorm_variant *a = r->against_known ? &r->against : &none;
+  fprintf(out, "CLNORM_BUILTIN(0x%xu, ", (unsigned)vendor_id);
+  c_string(out, device);
+  fputs(", ", out);
+  c_string(out, family);
+  fputs(", ", out);
+  c_string(out, arch);
+  fprintf(out,
+          ", %s, %s, %lluu, %uu, %uu, %uu, %uu, %uu, %s, %s, %lluu, %lluu, %uu, %uu, %uu, %uu, %s, "
+          "%s)",
+          op_enum[r->op], dtype_enum[r->dtype], (unsigned long long)r->cols, r->row_class, v->wg,
+          v->tpr, v->vec, v->hold, reduce_enum[v->reduce], stats_enum[v->stats],
+          (unsigned long long)r->rows_lo, (unsigned long long)r->rows_hi, a->wg, a->tpr, a->vec,
+          a->hold, reduce_enum[a->reduce], stats_enum[a->stats]);
+}
+
 static void write_table(FILE *out, const generator *g, const char *const *inputs, size_t n_inputs,
                         const char *given) {
   const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
@@ -234,25 +255,17 @@ static void write_table(FILE *out, const generator *g, const char *const *inputs
       "; kernel sources %s forward, %s backward.\n"
       " * One entry a line: CLNORM_BUILTIN(vendor id, device name (\"\": the vendor's default),\n"
       " * driver family, architecture, op, dtype, cols, row class, wg, tpr, vec, hold, reduce,\n"
-      " * stats, and the least and largest row counts where it did not lose to the heuristic)\n"
+      " * stats, the least and largest row counts where it did not lose to the heuristic, and\n"
+      " * the heuristic's variant its A/B compared it with: wg, tpr, vec, hold, reduce, stats\n"
+      " * (wg 0: not known). An entry is used only where the heuristic's variant is that one:\n"
+      " * once the heuristic changes, the entry gives way to it)\n"
       " */\n",
       forward, backward);
   for (size_t i = 0; i < g->count; i++) {
     const entry *e = &g->items[i];
-    const clnorm_variant *v = &e->r.variant;
-    fprintf(out, "CLNORM_BUILTIN(0x%xu, ", (unsigned)e->vendor_id);
-    c_string(out, e->device);
-    fputs(", ", out);
-    c_string(out, e->family);
-    fputs(", ", out);
-    c_string(out, e->arch);
-    fprintf(out,
-            ", %s, %s, %lluu, %uu, %uu, %uu, %uu, %uu, %s, %s, %lluu, %lluu) /* %.3g us at %llu "
-            "rows */\n",
-            op_enum[e->r.op], dtype_enum[e->r.dtype], (unsigned long long)e->r.cols,
-            e->r.row_class, v->wg, v->tpr, v->vec, v->hold, reduce_enum[v->reduce],
-            stats_enum[v->stats], (unsigned long long)e->r.rows_lo,
-            (unsigned long long)e->r.rows_hi, e->r.median_s * 1e6, (unsigned long long)e->r.rows);
+    builtin_line(out, e->vendor_id, e->device, e->family, e->arch, &e->r);
+    fprintf(out, " /* %.3g us at %llu rows */\n", e->r.median_s * 1e6,
+            (unsigned long long)e->r.rows);
   }
 }
 

@@ -55,13 +55,6 @@ void json_number(const char *format, double v) {
     fputs("null", stdout);
 }
 
-static void upper_copy(char *out, size_t size, const char *name) {
-  size_t i = 0;
-  for (; name[i] && i + 1 < size; i++)
-    out[i] = (char)toupper((unsigned char)name[i]);
-  out[i] = '\0';
-}
-
 /* The A/B results of one winner's shape (every row count tuned), printed as show prints. */
 typedef struct show_ab {
   const clnorm_result *r;
@@ -121,25 +114,17 @@ static int show_row(void *user, const clnorm_device_identity *dev, const clnorm_
   clnorm_result won = *r;
   if (clnorm__db_winner_rows(st->db, dev, &won, 1, err, sizeof err) != CLNORM_OK)
     die(1, "%s", err);
-  const clnorm_tuned entry = {r->op,      r->dtype,    (size_t)r->cols, r->row_class,
-                              r->variant, won.rows_lo, won.rows_hi};
+  const clnorm_tuned entry = {r->op,        r->dtype,    (size_t)r->cols,
+                              r->row_class, r->variant,  won.rows_lo,
+                              won.rows_hi,  won.against, won.against_known};
   size_t used_first = 0, used_last = 0;
   const int used = clnorm__tuned_rows_used(&entry, &used_first, &used_last);
   if (st->c_table) { /* a line of src/builtin_table.h (normtune builtin writes the whole file) */
     char family[32];
     clnorm__driver_family(dev->cl_version, family, sizeof family);
-    printf("CLNORM_BUILTIN(0x%xu, \"%s\", \"%s\", \"%s\", CLNORM_OP_", (unsigned)dev->vendor_id,
-           dev->name, family, st->c_table);
-    char op[32], dtype[8], reduce[16], stats[16];
-    upper_copy(op, sizeof op, clnorm_op_name(r->op));
-    upper_copy(dtype, sizeof dtype, clnorm_dtype_name(r->dtype));
-    upper_copy(reduce, sizeof reduce, clnorm__reduce_names[r->variant.reduce]);
-    upper_copy(stats, sizeof stats, clnorm__stats_names[r->variant.stats]);
-    printf("%s, CLNORM_%s, %lluu, %uu, %uu, %uu, %uu, %uu, CLNORM_REDUCE_%s, CLNORM_STATS_%s, "
-           "%lluu, %lluu) /* %.1f GB/s at %llu rows (row class %s) */\n",
-           op, dtype, (unsigned long long)r->cols, r->row_class, r->variant.wg, r->variant.tpr,
-           r->variant.vec, r->variant.hold, reduce, stats, (unsigned long long)won.rows_lo,
-           (unsigned long long)won.rows_hi, r->gbps, (unsigned long long)r->rows, range);
+    builtin_line(stdout, dev->vendor_id, dev->name, family, st->c_table, &won);
+    printf(" /* %.1f GB/s at %llu rows (row class %s) */\n", r->gbps, (unsigned long long)r->rows,
+           range);
     return 0;
   }
   if (st->json) {

@@ -33,6 +33,9 @@ expect_in "$WORK/table.h" \
   "the comment names the input and the kernels of both families"
 n=$(grep -c '^CLNORM_BUILTIN(' "$WORK/table.h" || true)
 [[ $n -eq 4 ]] || fail "want 4 entries (2 shapes, as the sibling and as the vendor's default), got $n"
+# each ends with the heuristic's variant its A/B compared it with (wg 0: not known)
+known=$(grep -cE '^CLNORM_BUILTIN\(.*, [0-9]+u, [0-9]+u, [1-9][0-9]*u, [0-9]+u, [0-9]+u, [0-9]+u, CLNORM_REDUCE_[A-Z]+, CLNORM_STATS_[A-Z]+\) /\*' "$WORK/table.h" || true)
+[[ $known -eq 4 ]] || fail "want the A/B's heuristic variant in each of the 4 entries, got $known"
 grep '^CLNORM_BUILTIN(' "$WORK/table.h" | LC_ALL=C sort -c -t, -k2,2 ||
   fail "entries not sorted by device name"
 cp -r "$WORK/tuned" "$WORK/copy"
