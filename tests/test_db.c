@@ -106,6 +106,27 @@ static clnorm_result make_result(clnorm_op op, uint64_t cols, unsigned row_class
   return r;
 }
 
+/* An A/B at `rows` of row class 2 where `cand` (2 us) beat `heur` (3 us) by more than its 1%
+ * noise, 6 rounds, under HASH. */
+static clnorm_ab make_ab(clnorm_op op, uint64_t cols, uint64_t rows, const clnorm_result *cand,
+                         const clnorm_result *heur) {
+  clnorm_ab ab;
+  memset(&ab, 0, sizeof ab);
+  ab.kernel_hash = HASH;
+  ab.op = op;
+  ab.dtype = CLNORM_F32;
+  ab.cols = cols;
+  ab.row_class = 2;
+  ab.rows = rows;
+  ab.candidate = cand->variant;
+  ab.heuristic = heur->variant;
+  ab.candidate_s = 2e-6;
+  ab.heuristic_s = 3e-6;
+  ab.noise = 0.01;
+  ab.rounds = 6;
+  return ab;
+}
+
 static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 static int same_result(const clnorm_result *a, const clnorm_result *b) {
@@ -1079,21 +1100,7 @@ static void test_ab_winner(void) {
   CHECK(!w[0].against_known);              /* compared with nothing known */
   free(w);
 
-  clnorm_ab ab;
-  memset(&ab, 0, sizeof ab);
-  ab.kernel_hash = HASH;
-  ab.op = CLNORM_OP_LAYERNORM;
-  ab.dtype = CLNORM_F32;
-  ab.cols = 4096;
-  ab.row_class = 2;
-  ab.rows = 300;
-  ab.candidate = fast.variant;
-  ab.heuristic = heur.variant;
-  ab.candidate_s = 2e-6;
-  ab.heuristic_s = 3e-6;
-  ab.noise = 0.01;
-  ab.rounds = 6;
-  ab.kept_heuristic = 0;
+  clnorm_ab ab = make_ab(CLNORM_OP_LAYERNORM, 4096, 300, &fast, &heur);
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
   OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* the A/B at 300 rows: the candidate won */
@@ -1291,20 +1298,7 @@ static void test_ab_against(void) {
   const clnorm_result other = make_result(CLNORM_OP_RMSNORM, 1024, 2, 32, CLNORM_OUTCOME_OK, 4e-6);
   OK(clnorm__db_put(db, &dev, &fast, err, sizeof err));
   OK(clnorm__db_put(db, &dev, &heur, err, sizeof err));
-  clnorm_ab ab;
-  memset(&ab, 0, sizeof ab);
-  ab.kernel_hash = HASH;
-  ab.op = CLNORM_OP_RMSNORM;
-  ab.dtype = CLNORM_F32;
-  ab.cols = 1024;
-  ab.row_class = 2;
-  ab.rows = 300;
-  ab.candidate = fast.variant;
-  ab.heuristic = heur.variant;
-  ab.candidate_s = 2e-6;
-  ab.heuristic_s = 3e-6;
-  ab.noise = 0.01;
-  ab.rounds = 6;
+  clnorm_ab ab = make_ab(CLNORM_OP_RMSNORM, 1024, 300, &fast, &heur);
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;

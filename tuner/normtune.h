@@ -285,9 +285,9 @@ void parallel_for(size_t n, void (*fn)(void *user, size_t i), void *user);
 /* Builds programs on every core before timing: compilers are slow (a third of a second per
  * program on NVIDIA's), and one after another, building would be the bulk of a run. Item i is
  * calls[i * call_step] with variants[i] (clnorm_variant_check), or with variants NULL the
- * dispatcher's choice for it (clnorm_choose). */
+ * dispatcher's choice for it (clnorm_choose); status (NULL: not wanted) receives each one's. */
 void build_all(clnorm_ctx *ctx, const clnorm_call *calls, size_t call_step,
-               const clnorm_variant *variants, size_t n);
+               const clnorm_variant *variants, size_t n, clnorm_status *status);
 
 /* normtune_search.c */
 void progress(search *se, const char *last);
@@ -388,6 +388,9 @@ void ab_decide_edge(clnorm_ab *ab);
 /* The decision from n rounds' times per call (n <= AB_ROUNDS): fills ab's times, noise, rounds
  * and kept_heuristic. */
 void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *ab);
+/* ab_decide's rule on ab's medians and noise: the candidate faster by more than both the noise
+ * and AB_MARGIN. */
+int ab_beats(const clnorm_ab *ab);
 /* One line saying what an A/B decided and why, for tune and show. */
 void ab_note(const clnorm_ab *ab, char *buf, size_t size);
 /* Stores what the heuristic's variant h (candidate `start`, or none when start is se->n) gives

@@ -310,7 +310,7 @@ static void grid_prebuild(session *s, const options *o, const clnorm_op *ops, si
   const double start = tool_now();
   if (!o->quiet)
     fprintf(stderr, "normtune: building the kernels the dispatcher chooses for %zu calls\n", count);
-  build_all(s->ctx, calls, 1, NULL, count);
+  build_all(s->ctx, calls, 1, NULL, count, NULL);
   if (!o->quiet)
     fprintf(stderr, "normtune: built in %.1f s\n", tool_now() - start);
   release(dummy);

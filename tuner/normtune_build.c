@@ -7,22 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
-typedef struct build_item {
-  clnorm_call call;
-  clnorm_variant variant;
-} build_item;
-
-typedef struct build_set {
-  clnorm_ctx *ctx;
-  const build_item *items;
-  clnorm_status *status;
-} build_set;
-
-static void build_item_at(void *user, size_t i) {
-  const build_set *b = user;
-  b->status[i] = clnorm_variant_check(b->ctx, &b->items[i].call, &b->items[i].variant);
-}
-
 int cmd_build(const options *o) {
   char dir[4096], why[512];
   if (!clnorm__bincache_path(dir, sizeof dir, why, sizeof why))
@@ -39,11 +23,12 @@ int cmd_build(const options *o) {
   /* every op, dtype and cols of the selection with every variant of the part: rows do not
    * change a program, so one call per cols */
   const size_t cap = sel.nops * sel.ndtypes * sel.ncols * (nvar ? nvar : 1);
-  build_item *items = malloc(cap * sizeof *items);
+  clnorm_call *calls = malloc(cap * sizeof *calls);
+  clnorm_variant *variants = malloc(cap * sizeof *variants);
   clnorm_status *status = malloc(cap * sizeof *status);
-  if (!all || !items || !status)
+  if (!all || !calls || !variants || !status)
     die(1, "out of memory");
-  size_t n = 0, variants = 0;
+  size_t n = 0, nvariants = 0;
   for (size_t a = 0; a < sel.nops; a++)
     for (size_t d = 0; d < sel.ndtypes; d++) {
       const size_t nv = clnorm_variant_list(s.ctx, sel.ops[a], sel.dtypes[d], all, nvar);
@@ -54,25 +39,24 @@ int cmd_build(const options *o) {
         for (size_t c = 0; c < sel.ncols; c++) {
           if (!clnorm__variant_call_ok(&all[i], sel.cols[c], NULL, 0))
             continue;
-          build_item *it = &items[n++];
-          memset(&it->call, 0, sizeof it->call);
-          it->call.op = sel.ops[a];
-          it->call.dtype = sel.dtypes[d];
-          it->call.rows = 1;
-          it->call.cols = sel.cols[c];
-          it->call.eps = 1e-5f;
-          it->variant = all[i];
+          clnorm_call *call = &calls[n];
+          memset(call, 0, sizeof *call);
+          call->op = sel.ops[a];
+          call->dtype = sel.dtypes[d];
+          call->rows = 1;
+          call->cols = sel.cols[c];
+          call->eps = 1e-5f;
+          variants[n++] = all[i];
           used = 1;
         }
-        variants += used;
+        nvariants += used;
       }
     }
   if (!o->quiet)
-    fprintf(stderr, "normtune: building %zu variants of part %u of %u on %s into %s\n", variants,
+    fprintf(stderr, "normtune: building %zu variants of part %u of %u on %s into %s\n", nvariants,
             o->part, o->parts, s.dev.name, s.ctx->bincache_dir);
   const double start = tool_now();
-  build_set b = {s.ctx, items, status};
-  parallel_for(n, build_item_at, &b);
+  build_all(s.ctx, calls, 1, variants, n, status);
   size_t ok = 0, unsupported = 0, failed = 0;
   for (size_t i = 0; i < n; i++) {
     if (status[i] == CLNORM_OK)
@@ -86,11 +70,12 @@ int cmd_build(const options *o) {
   printf("normtune: built %zu variants (part %u of %u) for %zu calls in %.1f s: %zu ok, %zu "
          "refused by the device, %zu failed; %lu programs compiled and stored, %lu loaded from "
          "the binary cache, %lu could not be stored\n",
-         variants, o->part, o->parts, n, tool_now() - start, ok, unsupported, failed,
+         nvariants, o->part, o->parts, n, tool_now() - start, ok, unsupported, failed,
          (unsigned long)atomic_load(&st->written), (unsigned long)atomic_load(&st->hits),
          (unsigned long)atomic_load(&st->write_failed));
   free(status);
-  free(items);
+  free(variants);
+  free(calls);
   free(all);
   session_close(&s);
   return failed ? 1 : 0;

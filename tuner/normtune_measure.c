@@ -607,19 +607,20 @@ typedef struct build_job {
   const clnorm_call *calls;
   size_t call_step;
   const clnorm_variant *variants;
+  clnorm_status *status;
 } build_job;
 
 static void build_one(void *user, size_t i) {
   const build_job *b = user;
   const clnorm_call *call = &b->calls[i * b->call_step];
-  if (b->variants)
-    clnorm_variant_check(b->ctx, call, &b->variants[i]);
-  else
-    clnorm_choose(b->ctx, call, NULL, NULL);
+  const clnorm_status st = b->variants ? clnorm_variant_check(b->ctx, call, &b->variants[i])
+                                       : clnorm_choose(b->ctx, call, NULL, NULL);
+  if (b->status)
+    b->status[i] = st;
 }
 
 void build_all(clnorm_ctx *ctx, const clnorm_call *calls, size_t call_step,
-               const clnorm_variant *variants, size_t n) {
-  build_job b = {ctx, calls, call_step, variants};
+               const clnorm_variant *variants, size_t n, clnorm_status *status) {
+  build_job b = {ctx, calls, call_step, variants, status};
   parallel_for(n, build_one, &b);
 }

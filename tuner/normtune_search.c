@@ -169,7 +169,7 @@ void prebuild_all(search *se, const clnorm_call *call) {
     if (!stored_result(se, &se->c[i].v, &stored))
       v[m++] = se->c[i].v;
   }
-  build_all(se->s->ctx, call, 0, v, m);
+  build_all(se->s->ctx, call, 0, v, m, NULL);
   free(v);
 }
 
@@ -400,8 +400,12 @@ void ab_decide(const double *cand_s, const double *heur_s, size_t n, clnorm_ab *
   const double mid = tool_median(ratio, n); /* sorts: ratio[0] is the least */
   ab->noise = n > 1 ? 0.5 * (ratio[n - 1] - ratio[0]) / mid : 0.0;
   ab->rounds = (unsigned)n;
+  ab->kept_heuristic = !ab_beats(ab);
+}
+
+int ab_beats(const clnorm_ab *ab) {
   const double gain = ab->heuristic_s / ab->candidate_s - 1.0;
-  ab->kept_heuristic = !(gain > ab->noise && gain > AB_MARGIN);
+  return gain > ab->noise && gain > AB_MARGIN;
 }
 
 void ab_decide_edge(clnorm_ab *ab) {
@@ -428,7 +432,7 @@ void ab_note(const clnorm_ab *ab, char *buf, size_t size) {
              "%.0f%% at the rows tuned, and to be at most %.0f%% slower at half and twice them)",
              (unsigned long long)ab->rows, cand, fabs(gain), gain >= 0 ? "faster" : "slower", heur,
              100.0 * ab->noise, ab->rounds, 100.0 * AB_MARGIN, 100.0 * AB_EDGE_LOSS);
-  else if (!(gain > 100.0 * ab->noise && gain > 100.0 * AB_MARGIN)) /* an edge's (ab_decide_edge) */
+  else if (!ab_beats(ab)) /* stands by the edge's rule alone (ab_decide_edge) */
     snprintf(buf, size,
              "stands at %llu rows: %s is %.1f%% %s than the heuristic's %s, noise %.1f%% (%u "
              "rounds; at half and twice the rows tuned a winner stands unless more than %.0f%% "
