@@ -3,7 +3,9 @@
  * programs a second however many threads of one process ask (docs/DEVICES.md), and an op and
  * dtype has 1,000-2,500 candidates: several processes, each building its share (--part I/N),
  * may compile side by side where one process's threads cannot. tune then loads them from the
- * cache (with CLNORM_NO_BINARY_CACHE=0, as scripts/tune_gpu.sh runs it). */
+ * cache (with CLNORM_NO_BINARY_CACHE=0, as scripts/tune_gpu.sh runs it). Interrupted (SIGINT,
+ * as tune_gpu.sh's time limit sends it), it finishes the programs being compiled, keeps every
+ * program stored, and says how many. */
 #define _POSIX_C_SOURCE 200809L
 #include "normtune.h"
 
@@ -56,27 +58,39 @@ int cmd_build(const options *o) {
     fprintf(stderr, "normtune: building %zu variants of part %u of %u on %s into %s\n", nvariants,
             o->part, o->parts, s.dev.name, s.ctx->bincache_dir);
   const double start = tool_now();
+  signal(SIGINT, on_sigint);
   build_all(s.ctx, calls, 1, variants, n, status);
-  size_t ok = 0, unsupported = 0, failed = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (status[i] == CLNORM_OK)
-      ok++;
-    else if (status[i] == CLNORM_E_UNSUPPORTED)
-      unsupported++;
-    else
-      failed++;
-  }
   const clnorm_bincache_stats *st = &s.ctx->bincache;
-  printf("normtune: built %zu variants (part %u of %u) for %zu calls in %.1f s: %zu ok, %zu "
-         "refused by the device, %zu failed; %lu programs compiled and stored, %lu loaded from "
-         "the binary cache, %lu could not be stored\n",
-         nvariants, o->part, o->parts, n, tool_now() - start, ok, unsupported, failed,
+  const double secs = tool_now() - start;
+  int rc = 130;
+  if (interrupted) {
+    /* the statuses of the calls not reached are unset: only the cache's counts are known */
+    printf("normtune: interrupted after %.1f s building %zu variants (part %u of %u): ", secs,
+           nvariants, o->part, o->parts);
+  } else {
+    size_t ok = 0, unsupported = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (status[i] == CLNORM_OK)
+        ok++;
+      else if (status[i] == CLNORM_E_UNSUPPORTED)
+        unsupported++;
+      else
+        failed++;
+    }
+    printf("normtune: built %zu variants (part %u of %u) for %zu calls in %.1f s: %zu ok, %zu "
+           "refused by the device, %zu failed; ",
+           nvariants, o->part, o->parts, n, secs, ok, unsupported, failed);
+    rc = failed ? 1 : 0;
+  }
+  printf("%lu programs compiled and stored, %lu loaded from the binary cache, %lu could not be "
+         "stored%s\n",
          (unsigned long)atomic_load(&st->written), (unsigned long)atomic_load(&st->hits),
-         (unsigned long)atomic_load(&st->write_failed));
+         (unsigned long)atomic_load(&st->write_failed),
+         interrupted ? "; the same command builds the rest" : "");
   free(status);
   free(variants);
   free(calls);
   free(all);
   session_close(&s);
-  return failed ? 1 : 0;
+  return rc;
 }

@@ -434,7 +434,8 @@ static const command_help helps[] = {
      "  CLNORM_NO_BINARY_CACHE=0 normtune tune --device NVIDIA --ops layernorm --dtypes bf16\n"
      "\n"
      "exit status: 0 every program built or refused by the device, 1 a build failed or a\n"
-     "failure (the binary cache off, no device), 2 bad usage\n"},
+     "failure (the binary cache off, no device), 2 bad usage, 130 interrupted (what was built\n"
+     "is kept)\n"},
     {"show",
      "usage: normtune show [--db PATH] [--device D] [--json | --c-table ARCH]\n"
      "\n"

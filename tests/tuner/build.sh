@@ -3,6 +3,8 @@
 # - two parts of forty build disjoint sets of programs, and store each program they compile;
 # - built again, every program loads from the cache (nothing compiled): the library's own load,
 #   the one tune's candidates take with CLNORM_NO_BINARY_CACHE=0 (tests/test_bincache.c);
+# - interrupted (SIGINT) once it has stored a program, build stops, says how many programs it
+#   stored, and the cache holds those: exit status 130;
 # - a bad --part is a usage error; with the cache off, build fails and says so.
 source "$(dirname "$0")/common.sh"
 export CLNORM_BINARY_CACHE_DIR=$WORK/cache CLNORM_NO_BINARY_CACHE=0
@@ -32,6 +34,28 @@ step "part 1 again: every program loaded from the cache"
 expect_rc 0 again "${build[@]}" --part 1/40
 expect_in "$WORK/again.out" "; 0 programs compiled and stored, $n1 loaded from the binary cache" \
   "build loads what it built before"
+
+step "interrupted: what was built is kept and counted"
+export CLNORM_BINARY_CACHE_DIR=$WORK/cache2
+"$NORMTUNE" build ${DEVICE_ARGS[@]+"${DEVICE_ARGS[@]}"} --ops all --dtypes all \
+  >"$WORK/int.out" 2>"$WORK/int.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  [[ -n $(find "$WORK/cache2" -type f -name '*.bin' 2>/dev/null | head -1) ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -INT "$pid" 2>/dev/null || fail "build of every op and dtype ended before it was interrupted"
+rc=0
+wait "$pid" || rc=$?
+[[ $rc -eq 130 ]] || fail "interrupted build exited with status $rc, want 130: $(cat "$WORK/int.out" "$WORK/int.err")"
+expect_in "$WORK/int.out" '^normtune: interrupted after .* [1-9][0-9]* programs compiled and stored, .* the same command builds the rest' \
+  "build says it was interrupted and what it stored"
+ni=$(built 'programs compiled and stored' "$WORK/int.out")
+nf=$(find "$WORK/cache2" -type f -name '*.bin' | wc -l)
+[[ $nf -eq $ni ]] || fail "interrupted build says $ni programs stored, the cache holds $nf"
+echo "   interrupted after $ni programs stored"
+export CLNORM_BINARY_CACHE_DIR=$WORK/cache
 
 step "bad usage and the cache off"
 expect_rc 2 badpart "$NORMTUNE" build --part 3/2
