@@ -240,6 +240,16 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
                          : call->dtype == CLNORM_F32 || per4 ? 4
                                                              : 8;
       unsigned tpr = pow2_ceil((vectors + per - 1) / per);
+      /* NVIDIA, LayerNorm forward in float32 (the fused add's too) of 513 to 1023 float4s a row
+       * (2049 to 4095 columns): 128 work-items a row holding 5 to 8 vectors each, not 256 holding
+       * 3 or 4. normtune tune's timings on the H200 (2026-11-29, docs/wip/issue22's database,
+       * 128/128/4/8 against 256/256/4/4, GB/s): LayerNorm 2560 columns 3805 against 2814 at
+       * 16384 rows and 2961 against 2235 at 2048, 3072 columns 3854 against 3217 and 2617
+       * against 2214; add_layernorm 2560 1.14x and 1.09x, 3072 1.05x and 1.01x. RMSNorm's one
+       * pass gains less and lost at 3072 (0.97x): not for it. */
+      if (info->is_nvidia && call->dtype == CLNORM_F32 && !clnorm__op_backward(call->op) &&
+          !clnorm__op_rms(call->op) && tpr == 256 && vectors < 256 * per)
+        tpr = 128;
       tpr = tpr < 32 ? 32 : tpr;
       tpr = tpr > max_wg ? max_wg : tpr;
       v.tpr = tpr;

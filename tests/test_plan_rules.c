@@ -30,16 +30,16 @@ static unsigned splits(const clnorm_device_info *info, clnorm_op op, clnorm_dtyp
   return clnorm__split_count(info, &call, &v);
 }
 
-/* The heuristic's variant of a 4096 x 4096 call holds its row as `hold` vectors of 8 in each of
- * `tpr` work-items. */
-static void expect_held(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, unsigned tpr,
-                        unsigned hold) {
-  const clnorm_call call = {.op = op, .dtype = dt, .rows = 4096, .cols = 4096};
+/* The heuristic's variant of a 4096 x `cols` call holds its row as `hold` vectors of `vec` in
+ * each of `tpr` work-items. */
+static void expect_held(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t cols,
+                        unsigned tpr, unsigned hold, unsigned vec) {
+  const clnorm_call call = {.op = op, .dtype = dt, .rows = 4096, .cols = cols};
   clnorm_variant v;
   clnorm__heuristic(info, &call, &v);
-  EXPECT(v.tpr == tpr && v.hold == hold && v.vec == 8,
-         "GPU %s %s 4096 x 4096: tpr %u hold %u vec %u, want tpr %u hold %u vec 8",
-         clnorm_op_name(op), clnorm_dtype_name(dt), v.tpr, v.hold, v.vec, tpr, hold);
+  EXPECT(v.tpr == tpr && v.hold == hold && v.vec == vec,
+         "GPU %s %s 4096 x %zu: tpr %u hold %u vec %u, want tpr %u hold %u vec %u",
+         clnorm_op_name(op), clnorm_dtype_name(dt), cols, v.tpr, v.hold, v.vec, tpr, hold, vec);
 }
 
 /* The heuristic's variant is the same at every row count of rows[] for every op, dtype and cols
@@ -109,11 +109,20 @@ int main(void) {
    * work-item over 128 work-items a row (one reduction; the residual's sum), LayerNorm 8 over 64
    * (two passes over the held row) */
   for (int d = CLNORM_F16; d <= CLNORM_BF16; d++) {
-    expect_held(&gpu, CLNORM_OP_RMSNORM, (clnorm_dtype)d, 128, 4);
-    expect_held(&gpu, CLNORM_OP_ADD_RMSNORM, (clnorm_dtype)d, 128, 4);
-    expect_held(&gpu, CLNORM_OP_LAYERNORM, (clnorm_dtype)d, 64, 8);
-    expect_held(&gpu, CLNORM_OP_ADD_LAYERNORM, (clnorm_dtype)d, 128, 4);
+    expect_held(&gpu, CLNORM_OP_RMSNORM, (clnorm_dtype)d, 4096, 128, 4, 8);
+    expect_held(&gpu, CLNORM_OP_ADD_RMSNORM, (clnorm_dtype)d, 4096, 128, 4, 8);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM, (clnorm_dtype)d, 4096, 64, 8, 8);
+    expect_held(&gpu, CLNORM_OP_ADD_LAYERNORM, (clnorm_dtype)d, 4096, 128, 4, 8);
   }
+  /* NVIDIA's float32 LayerNorm of 2049 to 4095 columns (the fused add's too): 128 work-items a
+   * row holding 5 to 8 float4s; RMSNorm, and 4096 columns, 256 holding 4 or fewer */
+  static const clnorm_op layernorms[] = {CLNORM_OP_LAYERNORM, CLNORM_OP_ADD_LAYERNORM};
+  for (size_t i = 0; i < 2; i++) {
+    expect_held(&gpu, layernorms[i], CLNORM_F32, 2560, 128, 8, 4);
+    expect_held(&gpu, layernorms[i], CLNORM_F32, 3072, 128, 8, 4);
+    expect_held(&gpu, layernorms[i], CLNORM_F32, 4096, 256, 4, 4);
+  }
+  expect_held(&gpu, CLNORM_OP_RMSNORM, CLNORM_F32, 2560, 256, 4, 4);
 
   /* a CPU splits few rows of any length that leave its cores idle */
   clnorm_device_info cpu = fake_cpu(16);
