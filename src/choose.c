@@ -190,10 +190,13 @@ static int log_first(clnorm_ctx *ctx, uint64_t key) {
   return fresh;
 }
 
-/* The bits of a call's shape class (op, dtype, cols, row class) in the logged set's keys. */
-static uint64_t shape_bits(const clnorm_call *call) {
-  return (uint64_t)call->cols << 8 | (uint64_t)call->op << 5 | (uint64_t)call->dtype << 2 |
-         clnorm__row_class(call->rows);
+/* The logged set's key of a line about variant `v` at a call's shape class (op, dtype, cols, row
+ * class); `tag` tells the lines apart: a choice's `why` (clnorm__log_choice), CLNORM__CHOICE_COUNT
+ * + `why` an entry not used (log_stale). */
+static uint64_t log_key(const clnorm_call *call, const clnorm_variant *v, uint64_t tag) {
+  const uint64_t shape = (uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
+                         (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows);
+  return shape ^ (clnorm__variant_key(call->op, call->dtype, v) + tag) * 0x9e3779b97f4a7c15ull;
 }
 
 /* The info line, once per shape class and entry, of a table's entry `v` not used because its A/B
@@ -205,10 +208,7 @@ static void log_stale(clnorm_ctx *ctx, const clnorm_call *call, clnorm_choice wh
                       const size_t rows[2]) {
   if (clnorm__log_level() < CLNORM_LOG_INFO)
     return; /* the set is not taken on every call where nothing is logged */
-  const uint64_t key = shape_bits(call) ^ (clnorm__variant_key(call->op, call->dtype, v) +
-                                           CLNORM__CHOICE_COUNT + (uint64_t)why) *
-                                              0xc2b2ae3d27d4eb4full;
-  if (!log_first(ctx, key))
+  if (!log_first(ctx, log_key(call, v, CLNORM__CHOICE_COUNT + (uint64_t)why)))
     return;
   const uint64_t was_key = clnorm__variant_key(call->op, call->dtype, against);
   int moved = 0; /* the heuristic still gives `against` where the A/B ran */
@@ -331,10 +331,7 @@ clnorm_status clnorm__choose(clnorm_ctx *ctx, const clnorm_call *call, const cln
  * before. */
 void clnorm__log_choice(clnorm_ctx *ctx, const clnorm_call *call, const clnorm_variant *v,
                         clnorm_choice why, int again) {
-  const uint64_t key =
-      shape_bits(call) ^
-      (clnorm__variant_key(call->op, call->dtype, v) + (uint64_t)why) * 0x9e3779b97f4a7c15ull;
-  const int fresh = log_first(ctx, key);
+  const int fresh = log_first(ctx, log_key(call, v, (uint64_t)why));
   if (!fresh && !again)
     return;
   char text[128];

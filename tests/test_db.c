@@ -1207,19 +1207,12 @@ static void test_families(void) {
   }
   /* layernorm_bwd's A/B at 300 and 3000 rows chose its winner: its rows widen to both (the
    * winners of two families list their A/B results of two hashes) */
-  clnorm_ab ab;
-  memset(&ab, 0, sizeof ab);
+  const clnorm_result won = make_result(CLNORM_OP_LAYERNORM_BWD, 4096, 2, 128, CLNORM_OUTCOME_OK,
+                                        2e-6),
+                      heur = make_result(CLNORM_OP_LAYERNORM_BWD, 4096, 2, 64, CLNORM_OUTCOME_OK,
+                                         3e-6);
+  clnorm_ab ab = make_ab(CLNORM_OP_LAYERNORM_BWD, 4096, 300, &won, &heur);
   ab.kernel_hash = backward;
-  ab.op = CLNORM_OP_LAYERNORM_BWD;
-  ab.dtype = CLNORM_F32;
-  ab.cols = 4096;
-  ab.row_class = 2;
-  ab.candidate = (clnorm_variant){128, 128, 4, 4, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
-  ab.heuristic = (clnorm_variant){64, 64, 4, 4, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
-  ab.candidate_s = 2e-6;
-  ab.heuristic_s = 3e-6;
-  ab.noise = 0.01;
-  ab.rounds = 6;
   for (uint64_t at = 300; at <= 3000; at *= 10) {
     ab.rows = at;
     OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));

@@ -84,28 +84,26 @@ stale)
   [[ $(results "$BAD") -gt $n ]] || fail "the re-tune stored nothing"
   dispatch retuned tuned "$BAD"
 
+  # stale_hash NAME HASH WHAT: good.json's results re-keyed to HASH are stale: the library falls
+  # back and show counts them as of other kernels
+  stale_hash() {
+    sed "s/\"kernel_hash\": \"[0-9a-f]*\"/\"kernel_hash\": \"$2\"/" "$WORK/good.json" \
+      >"$WORK/$1.json"
+    expect_rc 0 "import_$1" "$NORMTUNE" import "$WORK/$1.json" --db "$WORK/$1.db"
+    dispatch "library_$1" fallback "$WORK/$1.db" "stale|kernel" "$GOOD"
+    expect_rc 0 "show_$1" "$NORMTUNE" show --db "$WORK/$1.db" --device "$device"
+    expect_in "$WORK/show_$1.out" \
+      "$n results of this device are stale \\(0: driver changed, $n: kernels changed" "$3"
+  }
+
   step "results of other kernel sources"
-  sed 's/"kernel_hash": "[0-9a-f]*"/"kernel_hash": "00000000c1a0b0a1"/' "$WORK/good.json" \
-    >"$WORK/kernels.json"
-  expect_rc 0 import_k "$NORMTUNE" import "$WORK/kernels.json" --db "$WORK/kernels.db"
-  dispatch library_k fallback "$WORK/kernels.db" "stale|kernel" "$GOOD"
-  expect_rc 0 show_k "$NORMTUNE" show --db "$WORK/kernels.db" --device "$device"
-  expect_in "$WORK/show_k.out" \
-    "$n results of this device are stale \\(0: driver changed, $n: kernels changed" \
-    "show says the results of other kernels are stale"
+  stale_hash kernels 00000000c1a0b0a1 "show says the results of other kernels are stale"
 
   step "forward results keyed by the backward family's kernel hash"
   expect_rc 0 version "$NORMTUNE" --version
   backward=$(sed -n 's/^kernel sources .* forward, \([0-9a-f]*\) backward$/\1/p' "$WORK/version.out")
   [[ -n $backward ]] || fail "--version named no backward hash: $(cat "$WORK/version.out")"
-  sed "s/\"kernel_hash\": \"[0-9a-f]*\"/\"kernel_hash\": \"$backward\"/" "$WORK/good.json" \
-    >"$WORK/family.json"
-  expect_rc 0 import_f "$NORMTUNE" import "$WORK/family.json" --db "$WORK/family.db"
-  dispatch library_f fallback "$WORK/family.db" "stale|kernel" "$GOOD"
-  expect_rc 0 show_f "$NORMTUNE" show --db "$WORK/family.db" --device "$device"
-  expect_in "$WORK/show_f.out" \
-    "$n results of this device are stale \\(0: driver changed, $n: kernels changed" \
-    "a layernorm result of the backward ops' hash is stale"
+  stale_hash family "$backward" "a layernorm result of the backward ops' hash is stale"
   ;;
 readonly)
   step "a database in a read-only directory"
