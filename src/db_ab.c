@@ -107,11 +107,8 @@ clnorm_status clnorm__db_list_ab(clnorm_db *db, const clnorm_device_identity *de
   snprintf(text, sizeof text, AB_SELECT, current);
   sqlite3_stmt *st = NULL;
   char hash[2][17];
-  int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
+  int rc = clnorm__db_prepare_listing(db, text, 1, id, hashes, hash, &st);
   if (rc == SQLITE_OK) {
-    sqlite3_bind_int64(st, 1, id);
-    if (hashes)
-      clnorm__db_bind_hashes(st, hashes, hash);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       clnorm_ab ab;
       if (read_ab(st, &ab) && fn(user, &ab)) {

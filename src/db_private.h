@@ -82,6 +82,12 @@ void clnorm__db_family_hash(char *buf, size_t size, const char *alias);
 void clnorm__db_current(char *buf, size_t size, const char *alias);
 /* Binds hashes as ?2 (forward) and ?3 (backward), as text in `text`, which must outlive st. */
 void clnorm__db_bind_hashes(sqlite3_stmt *st, const clnorm_kernel_hashes *hashes, char text[2][17]);
+/* Prepares a listing's query and binds its optional parameters: ?1 the device's row id (when
+ * by_device), ?2 and ?3 the kernel hashes (when not NULL; the query then holds
+ * clnorm__db_current's filter) as text in `hash`, which must outlive *st. SQLite's result code. */
+int clnorm__db_prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
+                               const clnorm_kernel_hashes *hashes, char hash[2][17],
+                               sqlite3_stmt **st);
 /* Binds v's six parameters as ?first.. (their CLNORM_VARIANT_SQL_COLUMNS order). */
 void clnorm__db_bind_variant(sqlite3_stmt *st, int first, const clnorm_variant *v);
 /* Column col as an integer in [0, max] into *out: 0 (nothing written) for another type or value. */

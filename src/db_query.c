@@ -36,12 +36,9 @@ void clnorm__db_bind_hashes(sqlite3_stmt *st, const clnorm_kernel_hashes *hashes
   sqlite3_bind_text(st, 3, text[1], -1, SQLITE_STATIC);
 }
 
-/* Prepares a listing's query and binds its optional parameters: ?1 the device's row id (when
- * by_device), ?2 and ?3 the kernel hashes (when not NULL) as text in `hash`, which must outlive
- * *st. */
-static int prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
-                           const clnorm_kernel_hashes *hashes, char hash[2][17],
-                           sqlite3_stmt **st) {
+int clnorm__db_prepare_listing(clnorm_db *db, const char *text, int by_device, sqlite3_int64 id,
+                               const clnorm_kernel_hashes *hashes, char hash[2][17],
+                               sqlite3_stmt **st) {
   const int rc = sqlite3_prepare_v2(db->sql, text, -1, st, NULL);
   if (rc != SQLITE_OK)
     return rc;
@@ -126,7 +123,7 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
            winners_only ? " AND r.status = 'ok'" : "");
   sqlite3_stmt *st = NULL;
   char hash[2][17];
-  int rc = prepare_listing(db, text, device != NULL, id, hashes, hash, &st);
+  int rc = clnorm__db_prepare_listing(db, text, device != NULL, id, hashes, hash, &st);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing results", err, err_size);
   db->skipped = 0;
@@ -343,7 +340,8 @@ clnorm_status clnorm__db_list_heuristic(clnorm_db *db, const clnorm_device_ident
            device ? " AND r.device_id = ?1" : "", hash_filter);
   sqlite3_stmt *st = NULL;
   char hash[2][17];
-  if ((rc = prepare_listing(db, text, device != NULL, id, hashes, hash, &st)) != SQLITE_OK)
+  if ((rc = clnorm__db_prepare_listing(db, text, device != NULL, id, hashes, hash, &st)) !=
+      SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing the heuristic's results", err, err_size);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
