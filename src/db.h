@@ -78,6 +78,9 @@ typedef struct clnorm_kernel_hashes {
   uint64_t forward;  /* every op but the backward ones: cl/common.cl, forward.cl and split.cl */
   uint64_t backward; /* clnorm__op_backward: cl/common.cl and backward.cl */
 } clnorm_kernel_hashes;
+/* Every function here takes it by const pointer (clnorm__kernel_hashes returns it): NULL means no
+ * filter, rows of any kernel hash, where a listing says so (clnorm__db_list, _list_heuristic,
+ * _list_ab); the others need one (those returning a status: CLNORM_E_INVALID_ARG for NULL). */
 
 /* This build's kernel hashes (clnorm__source_hash of each family's embedded sources, in
  * src/program.c), and of those the one of op's family: the hash a row of op is stored with. */
@@ -176,12 +179,12 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
  * *out receives a malloc'ed array the caller frees (NULL when *count is 0), sorted by op, dtype,
  * cols, row class. CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
-                                 clnorm_kernel_hashes hashes, clnorm_result **out, size_t *count,
-                                 char *err, size_t err_size);
+                                 const clnorm_kernel_hashes *hashes, clnorm_result **out,
+                                 size_t *count, char *err, size_t err_size);
 
 /* Counts this device's stale results under hashes (see clnorm_db_stale) into *out. */
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
-                               clnorm_kernel_hashes hashes, clnorm_db_stale *out, char *err,
+                               const clnorm_kernel_hashes *hashes, clnorm_db_stale *out, char *err,
                                size_t err_size);
 
 /* Calls fn for each stored result, ordered by device, kernel hash, op, dtype, cols, row class,
@@ -280,13 +283,13 @@ typedef int (*clnorm_db_device_fn)(void *user, const clnorm_device_identity *dev
  * the order they were first stored, into *out (free() it; NULL for none) and *count;
  * *other_kernels (may be NULL) receives how many results of every device are stale under them.
  * CLNORM_E_NO_MEMORY, CLNORM_E_DB. */
-clnorm_status clnorm__db_tuned_devices(clnorm_db *db, clnorm_kernel_hashes hashes,
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, const clnorm_kernel_hashes *hashes,
                                        clnorm_device_identity **out, size_t *count,
                                        uint64_t *other_kernels, char *err, size_t err_size);
 
 /* Calls fn once per stored device identity, in the order they were first stored. */
-clnorm_status clnorm__db_devices(clnorm_db *db, clnorm_kernel_hashes hashes, clnorm_db_device_fn fn,
-                                 void *user, char *err, size_t err_size);
+clnorm_status clnorm__db_devices(clnorm_db *db, const clnorm_kernel_hashes *hashes,
+                                 clnorm_db_device_fn fn, void *user, char *err, size_t err_size);
 
 /* The schema version of the open database (PRAGMA user_version) into *version. */
 clnorm_status clnorm__db_schema(clnorm_db *db, int *version, char *err, size_t err_size);

@@ -181,19 +181,20 @@ static int shape_cmp(const void *pa, const void *pb) {
 }
 
 clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *device,
-                                 clnorm_kernel_hashes hashes, clnorm_result **out, size_t *count,
-                                 char *err, size_t err_size) {
+                                 const clnorm_kernel_hashes *hashes, clnorm_result **out,
+                                 size_t *count, char *err, size_t err_size) {
   if (out)
     *out = NULL;
   if (count)
     *count = 0;
-  if (!device || !out || !count)
+  if (!device || !hashes || !out || !count)
     return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
-                            !device ? "device"
-                            : !out  ? "out"
-                                    : "count");
+                            !device   ? "device"
+                            : !hashes ? "hashes"
+                            : !out    ? "out"
+                                      : "count");
   collected c = {NULL, sizeof(clnorm_result), 0, 0, 0};
-  clnorm_status status = clnorm__db_list(db, device, &hashes, 1, collect, &c, err, err_size);
+  clnorm_status status = clnorm__db_list(db, device, hashes, 1, collect, &c, err, err_size);
   if (status == CLNORM_OK && c.no_memory)
     status =
         clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory reading tuned results");
@@ -252,9 +253,10 @@ uint64_t clnorm__db_skipped(const clnorm_db *db, char *reason, size_t reason_siz
 }
 
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,
-                               clnorm_kernel_hashes hashes, clnorm_db_stale *out, char *err,
+                               const clnorm_kernel_hashes *hashes, clnorm_db_stale *out, char *err,
                                size_t err_size) {
-  const clnorm_status st = clnorm__db_check_null(db, device, !out, "out", err, err_size);
+  const clnorm_status st =
+      clnorm__db_check_null(db, device, !hashes || !out, !hashes ? "hashes" : "out", err, err_size);
   if (st != CLNORM_OK)
     return st;
   memset(out, 0, sizeof *out);
@@ -271,7 +273,7 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
   if (rc == SQLITE_OK)
     rc = clnorm__db_device_id(db, device, 0, &id);
   if (rc == SQLITE_OK && id >= 0)
-    rc = count_rows(db->sql, other_kernels, NULL, id, &hashes, &out->kernels_changed);
+    rc = count_rows(db->sql, other_kernels, NULL, id, hashes, &out->kernels_changed);
   return rc == SQLITE_OK ? CLNORM_OK
                          : clnorm__db_sql_error(db, rc, "counting stale results", err, err_size);
 }
@@ -399,11 +401,14 @@ clnorm_status clnorm__db_copy_gbps(clnorm_db *db, const clnorm_device_identity *
              : clnorm__db_sql_error(db, rc, "reading the copy bandwidth", err, err_size);
 }
 
-clnorm_status clnorm__db_devices(clnorm_db *db, clnorm_kernel_hashes hashes, clnorm_db_device_fn fn,
-                                 void *user, char *err, size_t err_size) {
+clnorm_status clnorm__db_devices(clnorm_db *db, const clnorm_kernel_hashes *hashes,
+                                 clnorm_db_device_fn fn, void *user, char *err, size_t err_size) {
   clnorm__db_clear(err, err_size);
-  if (!db || !fn)
-    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL", !db ? "db" : "fn");
+  if (!db || !hashes || !fn)
+    return clnorm__db_error(CLNORM_E_INVALID_ARG, err, err_size, "%s is NULL",
+                            !db       ? "db"
+                            : !hashes ? "hashes"
+                                      : "fn");
   char current[320], text[1536];
   clnorm__db_current(current, sizeof current, "r.");
   snprintf(text, sizeof text,
@@ -420,7 +425,7 @@ clnorm_status clnorm__db_devices(clnorm_db *db, clnorm_kernel_hashes hashes, cln
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
   char hash[2][17];
-  clnorm__db_bind_hashes(st, &hashes, hash);
+  clnorm__db_bind_hashes(st, hashes, hash);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_db_device_counts c;
@@ -450,7 +455,7 @@ static int add_tuned(void *user, const clnorm_device_identity *device,
   return counts->shapes > 0 ? append(&t->devices, device) : 0;
 }
 
-clnorm_status clnorm__db_tuned_devices(clnorm_db *db, clnorm_kernel_hashes hashes,
+clnorm_status clnorm__db_tuned_devices(clnorm_db *db, const clnorm_kernel_hashes *hashes,
                                        clnorm_device_identity **out, size_t *count,
                                        uint64_t *other_kernels, char *err, size_t err_size) {
   tuned_devices t = {{NULL, sizeof(clnorm_device_identity), 0, 0, 0}, 0};

@@ -266,7 +266,7 @@ static clnorm_status read_other_drivers(clnorm_db *db, const clnorm_device_ident
   size_t device_count = 0;
   const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
   clnorm_status st =
-      clnorm__db_tuned_devices(db, hashes, &devices, &device_count, NULL, err, err_size);
+      clnorm__db_tuned_devices(db, &hashes, &devices, &device_count, NULL, err, err_size);
   clnorm_result *all = NULL;
   size_t n = 0;
   for (size_t i = 0; st == CLNORM_OK && i < device_count; i++) {
@@ -276,7 +276,7 @@ static clnorm_status read_other_drivers(clnorm_db *db, const clnorm_device_ident
       continue;
     clnorm_result *got = NULL;
     size_t got_n = 0;
-    st = clnorm__db_winners(db, &devices[i], hashes, &got, &got_n, err, err_size);
+    st = clnorm__db_winners(db, &devices[i], &hashes, &got, &got_n, err, err_size);
     clnorm_result *grown = got_n ? realloc(all, (n + got_n) * sizeof *all) : all;
     if (st == CLNORM_OK && !grown)
       st = clnorm__db_error(CLNORM_E_NO_MEMORY, err, err_size, "out of memory");
@@ -326,7 +326,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
   clnorm_result *results = NULL;
   size_t count = 0;
-  st = clnorm__db_winners(db, &id, hashes, &results, &count, err, sizeof err);
+  st = clnorm__db_winners(db, &id, &hashes, &results, &count, err, sizeof err);
   /* Stale results are not used as this driver's; counting them lets errmsg say why a tuned
    * device falls back. A failure to count only loses that note. */
   char dropped_why[192];
@@ -334,7 +334,7 @@ clnorm_status clnorm__tuning_load(clnorm_ctx *ctx, const char *path) {
   clnorm_db_stale stale = {0, 0};
   char stale_err[256];
   if (st == CLNORM_OK &&
-      clnorm__db_stale(db, &id, hashes, &stale, stale_err, sizeof stale_err) != CLNORM_OK)
+      clnorm__db_stale(db, &id, &hashes, &stale, stale_err, sizeof stale_err) != CLNORM_OK)
     stale.driver_changed = stale.kernels_changed = 0;
   clnorm_tuned *other = NULL;
   size_t other_count = 0;
@@ -402,11 +402,12 @@ void clnorm__system_load(clnorm_ctx *ctx) {
   size_t count = 0;
   clnorm_tuned *other = NULL;
   size_t other_count = 0;
+  const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
   clnorm_status st = clnorm__device_identity(ctx->device, &id, err, sizeof err);
   if (st == CLNORM_OK)
     st = clnorm__db_open(path, CLNORM_DB_READONLY, &db, err, sizeof err);
   if (st == CLNORM_OK)
-    st = clnorm__db_winners(db, &id, clnorm__kernel_hashes(), &results, &count, err, sizeof err);
+    st = clnorm__db_winners(db, &id, &hashes, &results, &count, err, sizeof err);
   if (st == CLNORM_OK)
     st = read_other_drivers(db, &id, &other, &other_count, err, sizeof err);
   clnorm__db_close(db);

@@ -345,7 +345,7 @@ static void test_winners_and_stale(void) {
   OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 2);
   if (n == 2) {
     CHECK(w[0].op == CLNORM_OP_LAYERNORM && w[0].cols == 4096 && w[0].variant.wg == 128 &&
@@ -353,18 +353,18 @@ static void test_winners_and_stale(void) {
     CHECK(w[1].op == CLNORM_OP_RMSNORM && w[1].cols == 768 && w[1].variant.wg == 64);
   }
   free(w);
-  OK(clnorm__db_winners(db, &dev, OLD_HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &OLD_HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w && w[0].variant.wg == 16);
   free(w);
   const clnorm_device_identity unknown = fake_device("1.0");
-  OK(clnorm__db_winners(db, &unknown, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &unknown, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 0 && w == NULL);
 
   clnorm_db_stale stale;
-  OK(clnorm__db_stale(db, &dev, HASHES, &stale, err, sizeof err));
+  OK(clnorm__db_stale(db, &dev, &HASHES, &stale, err, sizeof err));
   CHECK(stale.driver_changed == 2);
   CHECK(stale.kernels_changed == 1);
-  OK(clnorm__db_stale(db, &old_driver, HASHES, &stale, err, sizeof err));
+  OK(clnorm__db_stale(db, &old_driver, &HASHES, &stale, err, sizeof err));
   CHECK(stale.driver_changed == 10); /* dev's 9 and other_card's 1 */
   CHECK(stale.kernels_changed == 0);
 
@@ -415,7 +415,7 @@ static void test_damaged(void) {
   if (status == CLNORM_OK) {
     clnorm_result *w = NULL;
     size_t n = 0;
-    FAILS(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err), CLNORM_E_DB, "corrupt");
+    FAILS(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err), CLNORM_E_DB, "corrupt");
     CHECK(w == NULL && n == 0);
     clnorm__db_close(db);
   } else {
@@ -509,7 +509,7 @@ static int read_only_checks(const char *ro_file, const char *ro_dir_db) {
     clnorm_result *w = NULL;
     size_t n = 0;
     if (db)
-      OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+      OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
     CHECK(n == 10);
     free(w);
     clnorm__db_close(db);
@@ -624,8 +624,8 @@ static void compare_winners(clnorm_db *a, clnorm_db *b, const clnorm_device_iden
                             clnorm_kernel_hashes hash) {
   clnorm_result *wa = NULL, *wb = NULL;
   size_t na = 0, nb = 0;
-  OK(clnorm__db_winners(a, dev, hash, &wa, &na, err, sizeof err));
-  OK(clnorm__db_winners(b, dev, hash, &wb, &nb, err, sizeof err));
+  OK(clnorm__db_winners(a, dev, &hash, &wa, &na, err, sizeof err));
+  OK(clnorm__db_winners(b, dev, &hash, &wb, &nb, err, sizeof err));
   CHECK(na > 0 && na == nb);
   for (size_t i = 0; i < na && i < nb; i++)
     CHECK(same_result(&wa[i], &wb[i]));
@@ -989,7 +989,7 @@ static void test_identity(void) {
   OK(clnorm__db_put(db, &id, &r, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &id, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &id, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1);
   free(w);
   clnorm__db_close(db);
@@ -1036,7 +1036,7 @@ static void test_dropped(void) {
   clnorm_result *w = NULL;
   size_t n = 0;
   char reason[192];
-  OK(clnorm__db_winners(db, &id, build, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &id, &build, &w, &n, err, sizeof err));
   const uint64_t skipped = clnorm__db_skipped(db, reason, sizeof reason);
   CHECK(n == 2 && skipped == 3 && strstr(reason, "vec: 3"));
   free(w);
@@ -1095,14 +1095,14 @@ static void test_ab_winner(void) {
   OK(clnorm__db_put(db, &dev, &heur, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* no A/B: the fastest */
   CHECK(!w[0].against_known);              /* compared with nothing known */
   free(w);
 
   clnorm_ab ab = make_ab(CLNORM_OP_LAYERNORM, 4096, 300, &fast, &heur);
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128); /* the A/B at 300 rows: the candidate won */
   /* against the A/B's heuristic variant: the dispatcher uses the winner only where the
    * heuristic still gives that one */
@@ -1113,7 +1113,7 @@ static void test_ab_winner(void) {
   ab.candidate_s = 3.1e-6;
   ab.kept_heuristic = 1;
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64 && w[0].median_s == 3e-6);
   CHECK(w[0].against_known && clnorm__variant_same(&w[0].against, &heur.variant));
   free(w);
@@ -1122,7 +1122,7 @@ static void test_ab_winner(void) {
   ab.kept_heuristic = 0;
   ab.candidate_s = 1e-6;
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64);
   free(w);
   ab_listing listed = {0};
@@ -1136,7 +1136,7 @@ static void test_ab_winner(void) {
   clnorm__db_close(db);
   /* read by the library (read-only): the same winner */
   OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 64);
   free(w);
   clnorm__db_close(db);
@@ -1224,7 +1224,7 @@ static void test_families(void) {
   OK(clnorm__db_open(path, CLNORM_DB_READ, &db, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &dev, build, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &build, &w, &n, err, sizeof err));
   CHECK(n == 2);
   if (n == 2) { /* sorted by op: layernorm before layernorm_bwd */
     CHECK(w[0].op == CLNORM_OP_LAYERNORM && w[0].kernel_hash == forward);
@@ -1234,17 +1234,17 @@ static void test_families(void) {
   }
   free(w);
   clnorm_db_stale stale;
-  OK(clnorm__db_stale(db, &dev, build, &stale, err, sizeof err));
+  OK(clnorm__db_stale(db, &dev, &build, &stale, err, sizeof err));
   CHECK(stale.kernels_changed == 2 && stale.driver_changed == 0);
 
   /* backward.cl edited: the forward result stays current, the backward one is stale */
-  OK(clnorm__db_winners(db, &dev, backward_edited, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &backward_edited, &w, &n, err, sizeof err));
   CHECK(n == 1 && w && w[0].op == CLNORM_OP_LAYERNORM && w[0].kernel_hash == forward);
   free(w);
-  OK(clnorm__db_stale(db, &dev, backward_edited, &stale, err, sizeof err));
+  OK(clnorm__db_stale(db, &dev, &backward_edited, &stale, err, sizeof err));
   CHECK(stale.kernels_changed == 3);
   /* forward.cl edited: the other way round */
-  OK(clnorm__db_winners(db, &dev, forward_edited, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &forward_edited, &w, &n, err, sizeof err));
   CHECK(n == 1 && w && w[0].op == CLNORM_OP_LAYERNORM_BWD && w[0].kernel_hash == backward);
   free(w);
 
@@ -1268,10 +1268,11 @@ static void test_families(void) {
   clnorm_device_identity *devices = NULL;
   size_t device_count = 0;
   uint64_t other_kernels = 0;
-  OK(clnorm__db_tuned_devices(db, build, &devices, &device_count, &other_kernels, err, sizeof err));
+  OK(clnorm__db_tuned_devices(db, &build, &devices, &device_count, &other_kernels, err,
+                              sizeof err));
   CHECK(device_count == 1 && other_kernels == 2);
   free(devices);
-  OK(clnorm__db_tuned_devices(db, backward_edited, &devices, &device_count, &other_kernels, err,
+  OK(clnorm__db_tuned_devices(db, &backward_edited, &devices, &device_count, &other_kernels, err,
                               sizeof err));
   CHECK(device_count == 1 && other_kernels == 3);
   free(devices);
@@ -1295,7 +1296,7 @@ static void test_ab_against(void) {
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
   clnorm_result *w = NULL;
   size_t n = 0;
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128 && w[0].rows_lo == 300 && w[0].rows_hi == 300 &&
         w[0].against_known && clnorm__variant_same(&w[0].against, &heur.variant));
   free(w);
@@ -1303,7 +1304,7 @@ static void test_ab_against(void) {
   ab.rows = 600;
   ab.heuristic = other.variant;
   OK(clnorm__db_put_ab(db, &dev, &ab, err, sizeof err));
-  OK(clnorm__db_winners(db, &dev, HASHES, &w, &n, err, sizeof err));
+  OK(clnorm__db_winners(db, &dev, &HASHES, &w, &n, err, sizeof err));
   CHECK(n == 1 && w[0].variant.wg == 128 && w[0].rows_lo == 300 && w[0].rows_hi == 600 &&
         !w[0].against_known);
   free(w);

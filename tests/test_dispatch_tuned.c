@@ -212,7 +212,8 @@ static clnorm_result *read_winners(const env *e, const char *path, size_t *count
     exit(1);
   }
   clnorm_result *w = NULL;
-  st = clnorm__db_winners(db, &e->identity, clnorm__kernel_hashes(), &w, count, err, sizeof err);
+  const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
+  st = clnorm__db_winners(db, &e->identity, &hashes, &w, count, err, sizeof err);
   clnorm__db_close(db);
   if (st != CLNORM_OK) {
     fprintf(stderr, "FAIL: reading the winners of %s: %s\n", path, err);

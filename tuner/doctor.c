@@ -372,14 +372,14 @@ static void section_db(doctor *d, const char *db_option, clnorm_kernel_hashes ha
   listing l = {d, 0};
   printf("  results per device (current kernels: %016llx forward, %016llx backward)\n",
          (unsigned long long)hashes.forward, (unsigned long long)hashes.backward);
-  if (clnorm__db_devices(db, hashes, on_device, &l, err, sizeof err) != CLNORM_OK) {
+  if (clnorm__db_devices(db, &hashes, on_device, &l, err, sizeof err) != CLNORM_OK) {
     finding(d, DOCTOR_BAD_DB, err, "run `normtune tune`, which checks and repairs the database");
     clnorm__db_close(db);
     return;
   }
   for (size_t i = 0; i < d->nlive; i++) {
     clnorm_db_stale stale;
-    if (clnorm__db_stale(db, &d->live[i], hashes, &stale, err, sizeof err) != CLNORM_OK ||
+    if (clnorm__db_stale(db, &d->live[i], &hashes, &stale, err, sizeof err) != CLNORM_OK ||
         (stale.driver_changed == 0 && stale.kernels_changed == 0))
       continue;
     char what[800];
@@ -428,12 +428,12 @@ static void section_system_db(doctor *d, clnorm_kernel_hashes hashes) {
   size_t here = 0;
   clnorm_status st = clnorm__db_open(path, CLNORM_DB_READONLY, &db, err, sizeof err);
   if (st == CLNORM_OK)
-    st = clnorm__db_devices(db, hashes, count_results, &results, err, sizeof err);
+    st = clnorm__db_devices(db, &hashes, count_results, &results, err, sizeof err);
   /* what the library reads of it for each device here: its check of the file */
   for (size_t i = 0; st == CLNORM_OK && i < d->nlive; i++) {
     clnorm_result *winners = NULL;
     size_t count = 0;
-    st = clnorm__db_winners(db, &d->live[i], hashes, &winners, &count, err, sizeof err);
+    st = clnorm__db_winners(db, &d->live[i], &hashes, &winners, &count, err, sizeof err);
     free(winners);
     here += count;
   }

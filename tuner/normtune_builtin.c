@@ -91,7 +91,7 @@ static void collect(generator *g, clnorm_db *db) {
   size_t count = 0;
   uint64_t other_kernels = 0;
   const clnorm_kernel_hashes hashes = clnorm__kernel_hashes();
-  if (clnorm__db_tuned_devices(db, hashes, &devices, &count, &other_kernels, err, sizeof err) !=
+  if (clnorm__db_tuned_devices(db, &hashes, &devices, &count, &other_kernels, err, sizeof err) !=
       CLNORM_OK)
     die(1, "%s: %s", g->input, err);
   g->other_kernels += other_kernels;
@@ -99,7 +99,7 @@ static void collect(generator *g, clnorm_db *db) {
     const clnorm_device_identity *d = &devices[i];
     clnorm_result *won = NULL;
     size_t n = 0;
-    if (clnorm__db_winners(db, d, hashes, &won, &n, err, sizeof err) != CLNORM_OK)
+    if (clnorm__db_winners(db, d, &hashes, &won, &n, err, sizeof err) != CLNORM_OK)
       die(1, "%s: %s", g->input, err);
     entry e;
     memset(&e, 0, sizeof e);

@@ -190,7 +190,7 @@ int cmd_show(const options *o) {
       die(1, "%s", err);
     filter = &id;
     clnorm_db_stale stale;
-    if (clnorm__db_stale(db, &id, hashes, &stale, err, sizeof err) == CLNORM_OK &&
+    if (clnorm__db_stale(db, &id, &hashes, &stale, err, sizeof err) == CLNORM_OK &&
         (stale.driver_changed || stale.kernels_changed) && !o->json && !o->c_table)
       printf("%llu results of this device are stale (%llu: driver changed, %llu: kernels "
              "changed) and are not used; run `normtune tune` again\n",

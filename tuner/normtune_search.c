@@ -300,7 +300,7 @@ void evaluate_class_winner(search *se) {
   clnorm_result *w = NULL;
   size_t n = 0;
   char err[1024];
-  if (clnorm__db_winners(se->db, &se->s->identity, se->s->hashes, &w, &n, err, sizeof err) !=
+  if (clnorm__db_winners(se->db, &se->s->identity, &se->s->hashes, &w, &n, err, sizeof err) !=
       CLNORM_OK)
     return;
   const unsigned row_class = clnorm__row_class(se->sh->rows);

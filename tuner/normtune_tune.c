@@ -64,7 +64,7 @@ int cmd_tune(const options *o) {
   clnorm_db *db = open_db_write(path);
   writing_db = db;
   clnorm_db_stale stale;
-  if (clnorm__db_stale(db, &s.identity, s.hashes, &stale, err, sizeof err) == CLNORM_OK &&
+  if (clnorm__db_stale(db, &s.identity, &s.hashes, &stale, err, sizeof err) == CLNORM_OK &&
       (stale.driver_changed || stale.kernels_changed))
     fprintf(stderr,
             "normtune: %llu stored results of this device are stale (%llu from another driver "

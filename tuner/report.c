@@ -600,7 +600,7 @@ int report_write(const char *db_path, const char *out_path, int html, clnorm_ker
   if (st == CLNORM_OK)
     st = clnorm__db_list_heuristic(db, NULL, &hashes, on_heuristic, rp, err, sizeof err);
   if (st == CLNORM_OK)
-    st = clnorm__db_devices(db, hashes, on_device, rp, err, sizeof err);
+    st = clnorm__db_devices(db, &hashes, on_device, rp, err, sizeof err);
   for (size_t i = 0; st == CLNORM_OK && i < rp->ndev; i++)
     st = clnorm__db_copy_gbps(db, &rp->dev[i].id, &rp->dev[i].copy_gbps, &rp->dev[i].copy_bytes,
                               NULL, err, sizeof err);

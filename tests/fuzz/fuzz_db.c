@@ -485,13 +485,13 @@ static void load_tuned(clnorm_db *db, const clnorm_device_identity *device, uint
   const clnorm_kernel_hashes both = {hash, hash}; /* every op's result of this hash is current */
   clnorm_result *winners = NULL;
   size_t count = 0;
-  clnorm_status status = clnorm__db_winners(db, device, both, &winners, &count, err, sizeof err);
+  clnorm_status status = clnorm__db_winners(db, device, &both, &winners, &count, err, sizeof err);
   fuzz_check_err(err, sizeof err, status, "clnorm__db_winners");
   if (status != CLNORM_OK && count != 0)
     fuzz_fail("winners failed but gave %zu results", count);
   fuzz_check_winners(winners, count, hash, consistent);
   clnorm_db_stale stale;
-  const clnorm_status stale_status = clnorm__db_stale(db, device, both, &stale, err, sizeof err);
+  const clnorm_status stale_status = clnorm__db_stale(db, device, &both, &stale, err, sizeof err);
   fuzz_check_err(err, sizeof err, stale_status, "clnorm__db_stale");
   if (status == CLNORM_OK) {
     /* every winner is the fastest valid "ok" result of its shape. (A shape whose fastest row is

@@ -112,7 +112,7 @@ static void check_pair(clnorm_db *db, const clnorm_device_identity *device, uint
   const clnorm_kernel_hashes both = {hash, hash}; /* every op's result of this hash is current */
   clnorm_result *winners = NULL;
   size_t count = 0;
-  clnorm_status status = clnorm__db_winners(db, device, both, &winners, &count, err, sizeof err);
+  clnorm_status status = clnorm__db_winners(db, device, &both, &winners, &count, err, sizeof err);
   fuzz_check_err(err, sizeof err, status, "clnorm__db_winners");
   if (status != CLNORM_OK)
     fuzz_fail("winners: %s", err);
@@ -131,7 +131,7 @@ static void check_pair(clnorm_db *db, const clnorm_device_identity *device, uint
   free(winners);
 
   clnorm_db_stale stale;
-  status = clnorm__db_stale(db, device, both, &stale, err, sizeof err);
+  status = clnorm__db_stale(db, device, &both, &stale, err, sizeof err);
   fuzz_check_err(err, sizeof err, status, "clnorm__db_stale");
   if (status != CLNORM_OK)
     fuzz_fail("stale: %s", err);
