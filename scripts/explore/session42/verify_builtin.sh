@@ -28,8 +28,13 @@ start=$SECONDS
 build-bench/normtune verify --device NVIDIA --db "$none" --ops "$ops" --dtypes "$dtypes" \
   --grid "$held" >"$out/verify-builtin-held.txt" 2>&1
 echo "== verify, held-out: exit $? after $((SECONDS - start)) s"
+# the rows' sources (the `why` column: builtin, builtin (sibling), heuristic, ...): with no
+# database, none may say tuned
 for f in tuned held; do
   head -4 "$out/verify-builtin-$f.txt"
   tail -8 "$out/verify-builtin-$f.txt"
+  echo "== $f, rows by source:"
+  awk -F'|' 'NF == 3 { split($3, w, " "); n[w[1]]++ } END { for (k in n) print "  " k, n[k] }' \
+    "$out/verify-builtin-$f.txt"
 done
 exit 0
