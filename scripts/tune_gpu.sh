@@ -29,7 +29,11 @@
 # second on the H200 from one process's 16 threads, 30 a second from 8 processes of `normtune
 # build`; docs/DEVICES.md), so a call that carries clnorm's cache alone spends minutes on the
 # programs it resumes with. CUDA_CACHE_MAXSIZE is raised to 4 GiB (NVIDIA's cache held 775 MB for
-# 4,706 programs; the default size evicts).
+# 4,706 programs; the default size evicts). XZ_LEVEL (default 6): xz's preset for the packing; 8
+# (a 32 MiB dictionary, 96 MiB blocks against 8 and 24) made the H200's cached programs 22-29%
+# smaller here (xz of 200 MB of NVIDIA's cache files and 443 MB of clnorm's, 2 threads, 1.1-1.3x
+# the time), so a part would hold about 1.3x the programs; on the GPU machine's 16 cores its
+# larger blocks also run fewer threads at once: not yet timed there (try it with PACK_SECONDS=120).
 # The database may be carried as build-tune/CARD.db or build-tune/CARD.db.gz (2 MB where the
 # database is 12; the carried files may be 64 MiB in all).
 # BUILD="normtune build options" (e.g. "--ops layernorm --dtypes bf16"): before the tune, `normtune
@@ -168,7 +172,7 @@ pack_cache() {
     return 0
   fi
   local start=$SECONDS
-  tar -C "$root/build-tune" -cf - -T "$list" 2>/dev/null | xz -T0 -6 | head -c $((max * 15 * 1048576)) |
+  tar -C "$root/build-tune" -cf - -T "$list" 2>/dev/null | xz -T0 "-${XZ_LEVEL:-6}" | head -c $((max * 15 * 1048576)) |
     split -b 15M -d -a 1 - "$out/caches-$card-$part.tar.xz." && status=0 || status=$?
   n=$(find "$out" -maxdepth 1 -name "caches-$card-$part.tar.xz.[0-9]" | wc -l)
   size=$(cat "$out/caches-$card-$part.tar.xz".[0-9] | wc -c)
