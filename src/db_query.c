@@ -421,11 +421,10 @@ clnorm_status clnorm__db_devices(clnorm_db *db, const clnorm_kernel_hashes *hash
            " FROM devices d ORDER BY d.id",
            current, current);
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
+  char hash[2][17];
+  int rc = clnorm__db_prepare_listing(db, text, 0, 0, hashes, hash, &st);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing devices", err, err_size);
-  char hash[2][17];
-  clnorm__db_bind_hashes(st, hashes, hash);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     clnorm_device_identity d;
     clnorm_db_device_counts c;
