@@ -29,11 +29,12 @@
 # second on the H200 from one process's 16 threads, 30 a second from 8 processes of `normtune
 # build`; docs/DEVICES.md), so a call that carries clnorm's cache alone spends minutes on the
 # programs it resumes with. CUDA_CACHE_MAXSIZE is raised to 4 GiB (NVIDIA's cache held 775 MB for
-# 4,706 programs; the default size evicts). XZ_LEVEL (default 6): xz's preset for the packing; 8
-# (a 32 MiB dictionary, 96 MiB blocks against 8 and 24) made the H200's cached programs 22-29%
-# smaller here (xz of 200 MB of NVIDIA's cache files and 443 MB of clnorm's, 2 threads, 1.1-1.3x
-# the time), so a part would hold about 1.3x the programs; on the GPU machine's 16 cores its
-# larger blocks also run fewer threads at once: not yet timed there (try it with PACK_SECONDS=120).
+# 4,706 programs; the default size evicts). XZ_LEVEL (default 8): xz's preset for the packing;
+# 8 (a 32 MiB dictionary) made the H200's cached programs 22-29% smaller than 6 did, so the
+# parts a call brings back hold its caches whole: on 2026-11-30 clnorm's 5,673 programs packed
+# into one 10 MiB part in 44-47 s and NVIDIA's 7,512 files into two (28 MiB) in 56 s, and the
+# next call's build loaded all 4,404 of its programs in 2 s (from the cut caches of xz -6 the
+# call before: 67 s). PACK_SECONDS (below) must leave time for it.
 # The database may be carried as build-tune/CARD.db or build-tune/CARD.db.gz (2 MB where the
 # database is 12; the carried files may be 64 MiB in all).
 # BUILD="normtune build options" (e.g. "--ops layernorm --dtypes bf16"): before the tune, `normtune
@@ -43,15 +44,16 @@
 # runs one program at a time per process (docs/DEVICES.md); the tune then loads them.
 # CALL_LIMIT=SECONDS: the whole script's time (a device call's limit less a margin, e.g. 570 of
 # 600): the build ends a minute before, and the tune (STOP_AFTER or not) 15 s before, the time
-# kept for the packing (PACK_SECONDS, default 90), so that the caches are packed before the call
-# is killed (a call killed while packing returns a stream cut anywhere).
+# kept for the packing (PACK_SECONDS, default 120: xz -8 packed both caches in about 105 s), so
+# that the caches are packed before the call is killed (a call killed while packing returns a
+# stream cut anywhere).
 # Exit status: normtune tune's (130: a signal cut it short; 124: STOP_AFTER did; the same call
 # resumes).
 set -euo pipefail
 call_start=$SECONDS
 # time_left: CALL_LIMIT's seconds not yet spent, less PACK_SECONDS kept for the packing
 time_left() {
-  echo $((CALL_LIMIT - (SECONDS - call_start) - ${PACK_SECONDS:-90}))
+  echo $((CALL_LIMIT - (SECONDS - call_start) - ${PACK_SECONDS:-120}))
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/build-tune/out}
@@ -172,7 +174,7 @@ pack_cache() {
     return 0
   fi
   local start=$SECONDS
-  tar -C "$root/build-tune" -cf - -T "$list" 2>/dev/null | xz -T0 "-${XZ_LEVEL:-6}" | head -c $((max * 15 * 1048576)) |
+  tar -C "$root/build-tune" -cf - -T "$list" 2>/dev/null | xz -T0 "-${XZ_LEVEL:-8}" | head -c $((max * 15 * 1048576)) |
     split -b 15M -d -a 1 - "$out/caches-$card-$part.tar.xz." && status=0 || status=$?
   n=$(find "$out" -maxdepth 1 -name "caches-$card-$part.tar.xz.[0-9]" | wc -l)
   size=$(cat "$out/caches-$card-$part.tar.xz".[0-9] | wc -c)

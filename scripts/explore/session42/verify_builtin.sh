@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Issue 22's last check before a table ships (stop 42): the H200 table of LayerNorm and RMSNorm
-# (docs/wip/issue22/builtin_table-h200-ln-rms.h, `normtune builtin` of h200.db with the other ops'
-# rows deleted) built into the library in place of src/builtin_table.h (on the device's copy of
-# the tree only), then `normtune verify` with an empty database, so that the dispatcher's choice
+# Issue 22's last check before a table ships (stop 42): a table (TABLE=FILE, `normtune builtin`
+# of a database with the unverified ops' rows deleted; default the shipped src/builtin_table.h)
+# built into the library in place of src/builtin_table.h (on the device's copy of the tree
+# only), then `normtune verify` with an empty database, so that the dispatcher's choice
 # is the table's: the default grid's shapes (the shapes tuned), then the held-out set of
 # session39/verify_call.sh. Carry .device-kit. From the repository root, on the GPU machine:
-#   TABLE=docs/wip/issue22/builtin_table-h200-ln-rms.h bash scripts/explore/session42/verify_builtin.sh
+#   TABLE=docs/wip/issue22/table-next.h OPS=add_layernorm bash scripts/explore/session42/verify_builtin.sh
 # Files in $OUT: verify-builtin-tuned.txt, verify-builtin-held.txt, build.txt.
 set -uo pipefail
 source .device-kit/setup.sh
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-table=${TABLE:-docs/wip/issue22/builtin_table-h200-ln-rms.h}
-cp "$table" src/builtin_table.h
+# TABLE: a generated table to check in place of the shipped one (default: the shipped one)
+[[ -z ${TABLE:-} ]] || cp "$TABLE" src/builtin_table.h
+root=$PWD
+# shellcheck source=scripts/gpu_build.sh
 source scripts/gpu_build.sh
 gpu_build build-bench normtune >"$out/build.txt" 2>&1 || { tail -20 "$out/build.txt"; exit 1; }
 unset CLNORM_NO_BUILTIN CLNORM_DB
