@@ -214,33 +214,16 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
   return CLNORM_OK;
 }
 
-/* Steps a SELECT count(*): SQLITE_OK with the count in *n, or SQLite's error. */
-static int step_count(sqlite3_stmt *st, sqlite3_int64 *n) {
-  const int rc = sqlite3_step(st);
-  if (rc != SQLITE_ROW)
-    return rc;
-  *n = sqlite3_column_int64(st, 0);
-  return SQLITE_OK;
-}
-
-static int count_rows(sqlite3 *sql, const char *text, const clnorm_device_identity *d,
-                      sqlite3_int64 id, const clnorm_kernel_hashes *hashes, uint64_t *out) {
-  char hash[2][17];
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(sql, text, -1, &st, NULL);
+/* Steps st, a prepared SELECT count(*) (rc: what its preparation returned), for the count in
+ * *out (0 where it fails) and finalizes it: SQLite's result code. */
+static int count_rows(int rc, sqlite3_stmt *st, uint64_t *out) {
+  *out = 0;
   if (rc == SQLITE_OK) {
-    if (d) {
-      sqlite3_bind_int64(st, 1, d->vendor_id);
-      sqlite3_bind_text(st, 2, d->vendor, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, 4, d->driver_version, -1, SQLITE_STATIC);
-    } else {
-      sqlite3_bind_int64(st, 1, id);
-      clnorm__db_bind_hashes(st, hashes, hash);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      *out = (uint64_t)sqlite3_column_int64(st, 0);
+      rc = SQLITE_OK;
     }
-    sqlite3_int64 n = 0;
-    rc = step_count(st, &n);
-    *out = (uint64_t)n;
   }
   sqlite3_finalize(st);
   return rc;
@@ -265,15 +248,27 @@ clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *devi
   snprintf(other_kernels, sizeof other_kernels,
            "SELECT count(*) FROM results WHERE device_id = ?1 AND kernel_hash <> %s", family);
   sqlite3_int64 id = -1;
-  int rc = count_rows(db->sql,
-                      "SELECT count(*) FROM results r JOIN devices d ON d.id = r.device_id"
-                      " WHERE d.vendor_id = ?1 AND d.vendor = ?2 AND d.name = ?3"
-                      " AND d.driver_version <> ?4",
-                      device, 0, NULL, &out->driver_changed);
+  sqlite3_stmt *q = NULL;
+  int rc = sqlite3_prepare_v2(db->sql,
+                              "SELECT count(*) FROM results r JOIN devices d ON d.id = r.device_id"
+                              " WHERE d.vendor_id = ?1 AND d.vendor = ?2 AND d.name = ?3"
+                              " AND d.driver_version <> ?4",
+                              -1, &q, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, device->vendor_id);
+    sqlite3_bind_text(q, 2, device->vendor, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, device->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 4, device->driver_version, -1, SQLITE_STATIC);
+  }
+  rc = count_rows(rc, q, &out->driver_changed);
   if (rc == SQLITE_OK)
     rc = clnorm__db_device_id(db, device, 0, &id);
-  if (rc == SQLITE_OK && id >= 0)
-    rc = count_rows(db->sql, other_kernels, NULL, id, hashes, &out->kernels_changed);
+  if (rc == SQLITE_OK && id >= 0) {
+    char hash[2][17];
+    q = NULL;
+    rc = clnorm__db_prepare_listing(db, other_kernels, 1, id, hashes, hash, &q);
+    rc = count_rows(rc, q, &out->kernels_changed);
+  }
   return rc == SQLITE_OK ? CLNORM_OK
                          : clnorm__db_sql_error(db, rc, "counting stale results", err, err_size);
 }
@@ -295,14 +290,11 @@ int clnorm__db_has_table(sqlite3 *sql, const char *name, int *yes) {
                               "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
                               " name = ?1",
                               -1, &st, NULL);
-  *yes = 0;
-  if (rc == SQLITE_OK) {
+  if (rc == SQLITE_OK)
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    sqlite3_int64 n = 0;
-    rc = step_count(st, &n);
-    *yes = n > 0;
-  }
-  sqlite3_finalize(st);
+  uint64_t n = 0;
+  rc = count_rows(rc, st, &n);
+  *yes = n > 0;
   return rc;
 }
 
