@@ -5,7 +5,7 @@
 #   bash scripts/explore/wg_cap/run.sh            # report in $OUT/wgcap.txt
 # 1. Kernels of the least code with one of clnorm's features each (trivial.cl): no attribute,
 #    reqd_work_group_size, a local-memory reduction with barriers, inline PTX (shfl.sync, the
-#    16-bit conversion).
+#    16-bit conversion), each also launched at that size.
 # 2. clnorm's own programs from source (cl/common.cl + the op's file, as src/program.c joins them)
 #    at 512 and 1024 work-items, the options as the library gives them on the H200 (a cached
 #    program's key), one switched at a time: float32 against float16, PTX=0 (no inline PTX),
@@ -19,7 +19,7 @@ root=$PWD
 here=$root/scripts/explore/wg_cap
 out=${OUT:-/tmp/wgcap-out}
 mkdir -p "$out"
-exec > >(tee "$out/wgcap.txt") 2>&1
+{
 work=$(mktemp -d)
 cc -O2 -std=c11 -Wall -o "$work/wgcap" "$here/wgcap.c" -lOpenCL || exit 1
 ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
@@ -28,7 +28,7 @@ clinfo 2>/dev/null | grep -iE "device name|max work group size|driver version" |
 echo "== 1. trivial.cl"
 for wg in 256 512 1024; do
   echo "-- WG=$wg"
-  "$work/wgcap" src "-DWG=$wg -DASM" "$here/trivial.cl" -- plain reqd local_sum asm_shfl asm_cvt
+  WGCAP_LAUNCH=$wg "$work/wgcap" src "-DWG=$wg -DASM" "$here/trivial.cl" -- plain reqd local_sum asm_shfl asm_cvt
 done
 
 echo "== 2. clnorm's programs from source"
@@ -91,3 +91,4 @@ else
   done
 fi
 rm -rf "$work"
+} 2>&1 | tee "$out/wgcap.txt"

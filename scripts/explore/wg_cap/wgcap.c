@@ -7,7 +7,10 @@
  *
  *   wgcap src "OPTIONS" FILE.cl... -- KERNEL...     a build from source
  *   wgcap bin FILE.ptx -- KERNEL...                 a build from a binary
- *   (WGCAP_SAVE=PATH: the built program's binary is written there; WGCAP_LOG=1: the build log)
+ *   (WGCAP_SAVE=PATH: the built program's binary is written there; WGCAP_LOG=1: the build log;
+ *   WGCAP_LAUNCH=WG: each kernel, which must take two buffers of 4-byte elements, is also
+ *   enqueued with work-groups of WG work-items, 4 groups, and the enqueue's and the finish's
+ *   results printed: whether the driver holds to the size it reports)
  *
  * One line per kernel: name, CL_KERNEL_WORK_GROUP_SIZE, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
  * local and private memory bytes, the preferred multiple. Exit status 1 when the build fails. */
@@ -84,6 +87,24 @@ static void save_binary(cl_program p, const char *path) {
   free(bin);
 }
 
+/* Enqueues k(x, y) on 4 groups of `local` work-items; prints what the enqueue and the finish
+ * return (0: ran). */
+static void launch(cl_context ctx, cl_device_id dev, cl_kernel k, size_t local) {
+  cl_int err;
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+  const size_t global = 4 * local;
+  cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE, global * 4, NULL, &err);
+  cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, global * 4, NULL, &err);
+  clSetKernelArg(k, 0, sizeof x, &x);
+  clSetKernelArg(k, 1, sizeof y, &y);
+  const cl_int enq = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+  const cl_int fin = clFinish(q);
+  printf("  launch(%zu): enqueue %d, finish %d", local, enq, fin);
+  clReleaseMemObject(x);
+  clReleaseMemObject(y);
+  clReleaseCommandQueue(q);
+}
+
 int main(int argc, char **argv) {
   int sep = 0;
   for (int i = 1; i < argc && !sep; i++)
@@ -149,9 +170,12 @@ int main(int argc, char **argv) {
     clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof multiple,
                              &multiple, NULL);
     printf("%-12s work_group_size %4zu  compile %zux%zux%zu  local %6lu B  private %5lu B  "
-           "multiple %zu\n",
+           "multiple %zu",
            argv[i], wg, compile[0], compile[1], compile[2], (unsigned long)local,
            (unsigned long)priv, multiple);
+    if (getenv("WGCAP_LAUNCH"))
+      launch(ctx, dev, k, (size_t)atol(getenv("WGCAP_LAUNCH")));
+    printf("\n");
     clReleaseKernel(k);
   }
   clReleaseProgram(prog);
