@@ -143,6 +143,9 @@ typedef struct shape {
   /* the timing sets: own matrices, shared vectors */
   size_t sets;
   operands tset[MAX_SETS];
+  /* whether the buffers and the verification set are made (shape_load): a shape only planned
+   * (shape_plan) has its size and sets, enough for its calls' byte counts, and no buffers */
+  int loaded;
 } shape;
 
 typedef struct timing {
@@ -228,9 +231,18 @@ int shape_fits(const session *s, clnorm_op op, clnorm_dtype dtype, size_t rows, 
                char *why, size_t why_size);
 /* Sets up a shape: timing sets from `data` (rows x cols inputs of op and dtype; NULL: made
  * here), and with `with_vset` the verification set. 0 with a message in why when it does not
- * fit the device (never silently) or memory runs out. */
+ * fit the device (never silently) or memory runs out. shape_plan then shape_load. */
 int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
                host_data *data, int with_vset, char *why, size_t why_size);
+/* The first half of shape_init: the shape's size, whether it fits the device (else 0 with the
+ * message in why) and its timing sets' count, no buffers. tune plans each shape and loads it only
+ * when something must be measured: a resumed run reads its finished shapes back without making
+ * their data (host data, uploads and fills: most of a resumed run's time on large shapes). */
+int shape_plan(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+               char *why, size_t why_size);
+/* The second half: the buffers and data of a planned shape (as shape_init's data and
+ * with_vset); 0 with a message in why, the shape freed, when memory runs out. */
+int shape_load(session *s, shape *sh, host_data *data, int with_vset, char *why, size_t why_size);
 /* Fills n elements of dtype with NaN, so that an element the kernel does not write fails. */
 cl_int poison(session *s, cl_mem buf, clnorm_dtype dtype, size_t n);
 /* Reads rows idx[0..n) (idx NULL: rows 0..n-1) of a rows x cols matrix of dtype into floats. */
@@ -298,6 +310,9 @@ void measure(search *se, clnorm_result *r, double best, errors *e);
  * timed and stored. Returns its median (INFINITY when it failed). */
 double evaluate(search *se, size_t i);
 int out_of_time(const search *se);
+/* Loads the search's shape (shape_load) unless it is loaded: 1 when it is, else 0 after saying
+ * on stderr that the shape is skipped and why (its size left for the caller's lines). */
+int search_load(search *se);
 /* Index of the candidate equal to v, or n. */
 size_t find_candidate(const search *se, const clnorm_variant *v);
 unsigned differences(const clnorm_variant *a, const clnorm_variant *b);

@@ -390,7 +390,15 @@ done:
   return st;
 }
 
+/* A shape only planned (shape_plan) has no buffers: measuring it is a bug of the caller. */
+static void need_loaded(const shape *sh, const char *what) {
+  if (!sh->loaded)
+    die(1, "internal error: %s of %s %s %zu x %zu before its buffers were made (shape_load)", what,
+        op_name(sh->op), dtype_name(sh->dtype), sh->rows, sh->cols);
+}
+
 clnorm_status verify(session *s, shape *sh, const clnorm_variant *v, errors *e) {
+  need_loaded(sh, "verify");
   return run_checked(s, sh, &sh->vset, v, &sh->vdata, NULL, sh->vset.rows, 1, e);
 }
 
@@ -478,6 +486,7 @@ clnorm_status time_variant(session *s, shape *sh, const clnorm_variant *v, doubl
                            timing *out) {
   if (forced_time(s, sh, v, out))
     return CLNORM_OK;
+  need_loaded(sh, "time_variant");
   double times[200], owns[200], walls[200], sorted[200];
   char why[256];
 again:;

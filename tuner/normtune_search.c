@@ -139,6 +139,19 @@ double evaluate(search *se, size_t i) {
   return c->median;
 }
 
+int search_load(search *se) {
+  if (se->sh->loaded)
+    return 1;
+  char why[512];
+  const shape planned = *se->sh;
+  if (shape_load(se->s, se->sh, NULL, 1, why, sizeof why))
+    return 1;
+  *se->sh = planned; /* shape_load freed it: its size stays for the caller's lines */
+  se->sh->loaded = 0;
+  fprintf(stderr, "%snormtune: skipped %s\n", se->tty ? "\n" : "", why);
+  return 0;
+}
+
 int out_of_time(const search *se) {
   return interrupted || (se->deadline > 0 && tool_now() > se->deadline);
 }
@@ -524,7 +537,7 @@ int ab_test(search *se, const clnorm_variant *h, clnorm_ab *out) {
   if (differences(&ab.candidate, h) == 0) {
     ab.candidate_s = ab.heuristic_s = hr.median_s;
     ab.kept_heuristic = 1; /* rounds 0: nothing to compare */
-  } else if (!ab_rounds(se->s, se->sh, &ab)) {
+  } else if (!search_load(se) || !ab_rounds(se->s, se->sh, &ab)) {
     return -1;
   }
   if (ab.kept_heuristic)
@@ -554,6 +567,8 @@ double record_heuristic(search *se, const clnorm_variant *h, size_t start) {
       return INFINITY;
     if (clnorm__db_get(se->db, &se->s->identity, &r, &r, &found, err, sizeof err) != CLNORM_OK ||
         !found) {
+      if (!search_load(se))
+        return INFINITY;
       errors e;
       measure(se, &r, 0, &e);
       if (clnorm__db_put(se->db, &se->s->identity, &r, err, sizeof err) != CLNORM_OK)

@@ -234,15 +234,14 @@ static void packed_free(const shape *sh, const void *packed[MATS]) {
       free((void *)packed[m]);
 }
 
-int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
-               host_data *data, int with_vset, char *why, size_t why_size) {
+int shape_plan(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+               char *why, size_t why_size) {
   memset(sh, 0, sizeof *sh);
   sh->op = op;
   sh->dtype = dtype;
   sh->rows = rows;
   sh->cols = cols;
   sh->es = clnorm__dtype_size(dtype);
-  const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op);
   const double budget = (double)s->global_mem * 0.6;
   if (!shape_fits(s, op, dtype, rows, cols, why, why_size))
     return 0;
@@ -254,6 +253,30 @@ int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t r
   while (sets > 1 && shape_bytes(op, dtype, rows, cols, sets) > budget)
     sets--;
   sh->sets = sets;
+  for (size_t i = 0; i < sets; i++)
+    sh->tset[i].rows = rows; /* the calls' rows before the buffers are made */
+  return 1;
+}
+
+int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
+               host_data *data, int with_vset, char *why, size_t why_size) {
+  return shape_plan(s, sh, op, dtype, rows, cols, why, why_size) &&
+         shape_load(s, sh, data, with_vset, why, why_size);
+}
+
+int shape_load(session *s, shape *sh, host_data *data, int with_vset, char *why, size_t why_size) {
+  const clnorm_op op = sh->op;
+  const clnorm_dtype dtype = sh->dtype;
+  const size_t rows = sh->rows, cols = sh->cols, sets = sh->sets;
+  /* The test hook of tests/tuner/tune_dispatch.sh: no shape is loaded, so that a run that needs
+   * one's data says so (a resumed run must read its finished shapes back without). */
+  if (getenv("NORMTUNE_TEST_NO_LOAD")) {
+    snprintf(why, why_size, "%s %s %zu x %zu: not loaded (NORMTUNE_TEST_NO_LOAD)", op_name(op),
+             dtype_name(dtype), rows, cols);
+    shape_free(sh);
+    return 0;
+  }
+  const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op);
   const uint64_t seed = 0x5eed0000u + cols;
   host_data own;
   host_data *in = data;
@@ -305,6 +328,7 @@ int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t r
              op_name(op), dtype_name(dtype), rows, cols);
     return 0;
   }
+  sh->loaded = 1;
   return 1;
 }
 

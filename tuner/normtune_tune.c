@@ -112,8 +112,14 @@ int cmd_tune(const options *o) {
           }
           shape sh;
           char why[512];
-          if (!shape_init(&s, &sh, sel.ops[a], sel.dtypes[d], sel.rows[ri], sel.cols[ci], NULL, 1,
-                          why, sizeof why)) {
+          /* Planned only, loaded (search_load) when something must be measured: a finished
+           * shape is read back without its data. A planned shape's call has no buffers, so the
+           * heuristic sees no row starts to keep aligned; the loaded shape's row starts are
+           * multiples of cols, the same where cols is a multiple of the widest vector (16):
+           * other shapes are loaded now, so that both calls get the same heuristic variant. */
+          if (!shape_plan(&s, &sh, sel.ops[a], sel.dtypes[d], sel.rows[ri], sel.cols[ci], why,
+                          sizeof why) ||
+              (sh.cols % 16 != 0 && !shape_load(&s, &sh, NULL, 1, why, sizeof why))) {
             fprintf(stderr, "%snormtune: skipped %s\n", se.tty ? "\n" : "", why);
             skipped++;
             continue;
@@ -157,6 +163,12 @@ int cmd_tune(const options *o) {
           const size_t limit = (size_t)ceil(o->fraction * (double)se.n);
           const strategy *strat = find_strategy(o->strategy);
           if (!read_back_completed(&se, strat->sampled ? limit : se.n)) {
+            if (!search_load(&se)) {
+              skipped++;
+              se.deadline = shape_deadline_save;
+              shape_free(&sh);
+              continue;
+            }
             if (strat->prebuild || (strat->sampled && prebuild_sampled(&s, o)))
               prebuild_all(&se, &call);
             strat->run(&se, start, limit, &rng);

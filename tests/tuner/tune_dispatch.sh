@@ -110,6 +110,21 @@ expect_in "$WORK/completed.out" '1 read back from the database' "the shape is re
 [[ $(results "$DB2") -eq $kept ]] ||
   fail "the run changed the row count ($kept before, $(results "$DB2") after)"
 
+step "a shape read back makes none of its data"
+# NORMTUNE_TEST_NO_LOAD: no shape's buffers and data can be made. The completed shape is read
+# back all the same (its data would cost a resumed run most of its time on large shapes); a
+# shape that must be measured is skipped, saying why.
+NORMTUNE_TEST_NO_LOAD=1 tune "$DB2" noload --ops layernorm
+expect_in "$WORK/noload.out" ' 1 shapes tuned, 0 skipped, .*1 read back from the database' \
+  "the completed shape is read back without its data"
+if grep -q 'NORMTUNE_TEST_NO_LOAD' "$WORK/noload.err"; then
+  fail "reading the completed shape back loaded it: $(cat "$WORK/noload.err")"
+fi
+NORMTUNE_TEST_NO_LOAD=1 tune "$WORK/fresh.db" noload_fresh --ops layernorm
+expect_in "$WORK/noload_fresh.out" ' 0 shapes tuned, 1 skipped' "a shape to measure is skipped"
+expect_in "$WORK/noload_fresh.err" \
+  'skipped layernorm f32 64 x 256: not loaded \(NORMTUNE_TEST_NO_LOAD\)' "the skip says why"
+
 step "a larger --fraction searches a completed shape again"
 tune "$DB2" completed_more --ops layernorm --fraction 0.12
 grep -Eq '^layernorm f32 64x256 wg=' "$WORK/completed_more.out" ||
