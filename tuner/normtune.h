@@ -143,8 +143,9 @@ typedef struct shape {
   /* the timing sets: own matrices, shared vectors */
   size_t sets;
   operands tset[MAX_SETS];
-  /* whether the buffers and the verification set are made (shape_load): a shape only planned
-   * (shape_plan) has its size and sets, enough for its calls' byte counts, and no buffers */
+  /* whether the data and the verification set are made (shape_load): a shape only planned
+   * (shape_plan) has its size, its sets and their matrices without data: its calls are those of
+   * the loaded shape, but nothing may run them */
   int loaded;
 } shape;
 
@@ -235,13 +236,15 @@ int shape_fits(const session *s, clnorm_op op, clnorm_dtype dtype, size_t rows, 
 int shape_init(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
                host_data *data, int with_vset, char *why, size_t why_size);
 /* The first half of shape_init: the shape's size, whether it fits the device (else 0 with the
- * message in why) and its timing sets' count, no buffers. tune plans each shape and loads it only
- * when something must be measured: a resumed run reads its finished shapes back without making
- * their data (host data, uploads and fills: most of a resumed run's time on large shapes). */
+ * message in why), its timing sets' count and their matrices without data. tune plans each shape
+ * and loads it only when something must be measured: a resumed run reads its finished shapes
+ * back without making their data (host data, uploads and fills: most of a resumed run's time on
+ * large shapes). */
 int shape_plan(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols,
                char *why, size_t why_size);
-/* The second half: the buffers and data of a planned shape (as shape_init's data and
- * with_vset); 0 with a message in why, the shape freed, when memory runs out. */
+/* The second half: the data and the other buffers of a planned shape (as shape_init's data and
+ * with_vset); 0 with a message in why when memory runs out, the shape's buffers then released
+ * (its size kept, for the caller's lines; shape_free still frees it). */
 int shape_load(session *s, shape *sh, host_data *data, int with_vset, char *why, size_t why_size);
 /* Fills n elements of dtype with NaN, so that an element the kernel does not write fails. */
 cl_int poison(session *s, cl_mem buf, clnorm_dtype dtype, size_t n);
@@ -311,7 +314,7 @@ void measure(search *se, clnorm_result *r, double best, errors *e);
 double evaluate(search *se, size_t i);
 int out_of_time(const search *se);
 /* Loads the search's shape (shape_load) unless it is loaded: 1 when it is, else 0 after saying
- * on stderr that the shape is skipped and why (its size left for the caller's lines). */
+ * on stderr that the shape is skipped and why. */
 int search_load(search *se);
 /* Index of the candidate equal to v, or n. */
 size_t find_candidate(const search *se, const clnorm_variant *v);

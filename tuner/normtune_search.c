@@ -143,11 +143,8 @@ int search_load(search *se) {
   if (se->sh->loaded)
     return 1;
   char why[512];
-  const shape planned = *se->sh;
   if (shape_load(se->s, se->sh, NULL, 1, why, sizeof why))
     return 1;
-  *se->sh = planned; /* shape_load freed it: its size stays for the caller's lines */
-  se->sh->loaded = 0;
   fprintf(stderr, "%snormtune: skipped %s\n", se->tty ? "\n" : "", why);
   return 0;
 }

@@ -127,13 +127,23 @@ static void operands_free(operands *o, int vectors) {
   memset(o, 0, sizeof *o);
 }
 
-void shape_free(shape *sh) {
+/* Releases every buffer and the host data of sh; its size and sets' rows stay (shape_plan's),
+ * loaded 0. */
+static void shape_unload(shape *sh) {
   release(sh->gamma);
   release(sh->beta);
+  sh->gamma = sh->beta = NULL;
   operands_free(&sh->vset, 1);
-  for (size_t i = 0; i < MAX_SETS; i++)
+  for (size_t i = 0; i < MAX_SETS; i++) {
     operands_free(&sh->tset[i], i == 0); /* the timing sets share set 0's vectors */
+    sh->tset[i].rows = i < sh->sets ? sh->rows : 0;
+  }
   host_data_free(&sh->vdata);
+  sh->loaded = 0;
+}
+
+void shape_free(shape *sh) {
+  shape_unload(sh);
   memset(sh, 0, sizeof *sh);
 }
 
@@ -177,7 +187,8 @@ int shape_fits(const session *s, clnorm_op op, clnorm_dtype dtype, size_t rows, 
   return 1;
 }
 
-/* Uploads the inputs of `in` (rows x cols) and makes the outputs of o. Vectors: mean and rstd
+/* Uploads the inputs of `in` (rows x cols) and makes the outputs of o (its matrices where
+ * shape_plan has not made them). Vectors: mean and rstd
  * (outputs, or the backward's inputs), dgamma and dbeta; left NULL with `vectors` 0. */
 static int operands_make(session *s, const shape *sh, operands *o, const host_data *in,
                          const void *const packed[MATS], int vectors) {
@@ -188,7 +199,11 @@ static int operands_make(session *s, const shape *sh, operands *o, const host_da
   for (int m = 0; m < MATS; m++) {
     if (!uses_matrix(op, m))
       continue;
-    o->mat[m] = make_buffer(s, bytes, is_input(m) ? packed[m] : NULL);
+    if (!o->mat[m]) /* else made by shape_plan: the inputs are written into it */
+      o->mat[m] = make_buffer(s, bytes, is_input(m) ? packed[m] : NULL);
+    else if (is_input(m) && clEnqueueWriteBuffer(s->queue, o->mat[m], CL_TRUE, 0, bytes, packed[m],
+                                                 0, NULL, NULL) != CL_SUCCESS)
+      return 0;
     if (!o->mat[m])
       return 0;
   }
@@ -253,8 +268,19 @@ int shape_plan(session *s, shape *sh, clnorm_op op, clnorm_dtype dtype, size_t r
   while (sets > 1 && shape_bytes(op, dtype, rows, cols, sets) > budget)
     sets--;
   sh->sets = sets;
-  for (size_t i = 0; i < sets; i++)
-    sh->tset[i].rows = rows; /* the calls' rows before the buffers are made */
+  /* The timing sets' matrices, without data: the planned shape's calls are the loaded one's
+   * (what the heuristic sees of a call: its matrices' row starts), at the cost of an allocation. */
+  for (size_t i = 0; i < sets; i++) {
+    sh->tset[i].rows = rows;
+    for (int m = 0; m < MATS; m++)
+      if (uses_matrix(op, m) &&
+          !(sh->tset[i].mat[m] = make_buffer(s, rows * cols * sh->es, NULL))) {
+        shape_free(sh);
+        snprintf(why, why_size, "%s %s %zu x %zu: cannot allocate its device buffers", op_name(op),
+                 dtype_name(dtype), rows, cols);
+        return 0;
+      }
+  }
   return 1;
 }
 
@@ -273,7 +299,7 @@ int shape_load(session *s, shape *sh, host_data *data, int with_vset, char *why,
   if (getenv("NORMTUNE_TEST_NO_LOAD")) {
     snprintf(why, why_size, "%s %s %zu x %zu: not loaded (NORMTUNE_TEST_NO_LOAD)", op_name(op),
              dtype_name(dtype), rows, cols);
-    shape_free(sh);
+    shape_unload(sh);
     return 0;
   }
   const int bwd = clnorm__op_backward(op), add = clnorm__op_add(op);
@@ -323,7 +349,7 @@ int shape_load(session *s, shape *sh, host_data *data, int with_vset, char *why,
   if (!data && in)
     host_data_free(&own);
   if (!ok) {
-    shape_free(sh);
+    shape_unload(sh);
     snprintf(why, why_size, "%s %s %zu x %zu: cannot allocate its host or device buffers",
              op_name(op), dtype_name(dtype), rows, cols);
     return 0;

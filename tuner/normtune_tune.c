@@ -112,14 +112,10 @@ int cmd_tune(const options *o) {
           }
           shape sh;
           char why[512];
-          /* Planned only, loaded (search_load) when something must be measured: a finished
-           * shape is read back without its data. A planned shape's call has no buffers, so the
-           * heuristic sees no row starts to keep aligned; the loaded shape's row starts are
-           * multiples of cols, the same where cols is a multiple of the widest vector (16):
-           * other shapes are loaded now, so that both calls get the same heuristic variant. */
+          /* planned only, loaded (search_load) when something must be measured: a finished
+           * shape is read back without its data */
           if (!shape_plan(&s, &sh, sel.ops[a], sel.dtypes[d], sel.rows[ri], sel.cols[ci], why,
-                          sizeof why) ||
-              (sh.cols % 16 != 0 && !shape_load(&s, &sh, NULL, 1, why, sizeof why))) {
+                          sizeof why)) {
             fprintf(stderr, "%snormtune: skipped %s\n", se.tty ? "\n" : "", why);
             skipped++;
             continue;
