@@ -266,8 +266,13 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     /* A backward row of more than 32 floats a work-item is not held, only its weight-gradient
      * sums are (cl/backward.cl): there vectors twice as wide ran faster (H200, LayerNorm 4096 x
      * 16384: float32 8 x 8 0.49 of copy against 4 x 16 0.42, bfloat16 16 x 4 0.36 against 8 x 8
-     * 0.34; docs/PERFORMANCE.md). */
-    if (clnorm__op_backward(call->op) && v.hold > 1 && v.hold * v.vec > 32 && v.vec < 16) {
+     * 0.34; docs/PERFORMANCE.md). Not RMSNorm's in 16 bits: its 16-wide vectors took 175
+     * registers (one group of 256 a compute unit) against 124 for 8 x 8 (two), and 8 x 8 ran
+     * 1.19x and 1.33x at 4096 and 2048 rows of 16384 float16 columns (H200, an exhaustive tune);
+     * an A/B of the heuristic on 6 shapes of 8192-16384 columns: float16 1.21x, bfloat16 1.07x
+     * (0.97x at 8192 x 16384), LayerNorm and float32 1.00x (docs/wip/issue21/ab-2026-11-30). */
+    if (clnorm__op_backward(call->op) && v.hold > 1 && v.hold * v.vec > 32 && v.vec < 16 &&
+        !(clnorm__op_rms(call->op) && call->dtype != CLNORM_F32)) {
       v.vec *= 2;
       v.hold /= 2;
     }
