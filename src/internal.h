@@ -58,6 +58,12 @@ typedef struct clnorm_device_info {
    * platform, where float16 converts through inline PTX. CLNORM_RAW16=0/1 overrides (elsewhere
    * float16 then converts through the built-ins on a register). */
   int raw16;
+  /* A kernel compiled for a required work-group size (reqd_work_group_size) runs at that size up
+   * to max_wg, whatever CL_KERNEL_WORK_GROUP_SIZE answers: NVIDIA's OpenCL answers 256 for every
+   * kernel (driver 580, H100 and H200; a kernel of one multiply too), yet its compiler fits a
+   * kernel's registers to the required size and runs it there (docs/DEVICES.md). NVIDIA's
+   * platform. CLNORM_REQD_WG=0/1 overrides. */
+  int reqd_wg;
   /* Build with -w: PoCL's clang prints "N warnings generated." to the process's stderr for every
    * program, the warnings being -Wpsabi notes on float16 arguments of inline functions where the
    * target has no AVX-512 (harmless: everything is inlined), and PoCL rejects -Wno-psabi
@@ -386,6 +392,11 @@ clnorm_status clnorm__validate(clnorm_ctx *ctx, cl_command_queue queue, const cl
 /* Floats (-DRBUF) of the row buffer of a program whose work-groups have wg work-items (a
  * multiple of 16; 0: none, also where fewer than 256 floats would be left to each work-item) */
 unsigned clnorm__row_buffer(const clnorm_device_info *info, unsigned wg);
+/* The largest work-group kernel `kernel` runs (program.c): CL_KERNEL_WORK_GROUP_SIZE as
+ * `reported`, or the size it was compiled for (`compile`, CL_KERNEL_COMPILE_WORK_GROUP_SIZE) where
+ * info->reqd_wg trusts that and the device allows it. */
+size_t clnorm__kernel_max_wg(const clnorm_device_info *info, size_t reported,
+                             const size_t compile[3]);
 clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dtype,
                                   const clnorm_variant *v, int split, clnorm_program **out);
 clnorm_status clnorm__kernel_take(clnorm_ctx *ctx, clnorm_program *prog, clnorm_op op, int which,

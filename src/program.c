@@ -153,6 +153,27 @@ static char *build_log(cl_program program, cl_device_id device) {
   return log;
 }
 
+size_t clnorm__kernel_max_wg(const clnorm_device_info *info, size_t reported,
+                             const size_t compile[3]) {
+  if (info->reqd_wg && compile[0] > reported && compile[0] <= info->max_wg && compile[1] == 1 &&
+      compile[2] == 1)
+    return compile[0];
+  return reported;
+}
+
+/* The largest work-group of `kernel` (clnorm__kernel_max_wg). */
+static cl_int kernel_wg(clnorm_ctx *ctx, cl_kernel kernel, size_t *wg) {
+  size_t compile[3] = {0, 0, 0};
+  cl_int err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof *wg,
+                                        wg, NULL);
+  if (err == CL_SUCCESS && ctx->info.reqd_wg)
+    err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                                   sizeof compile, compile, NULL);
+  if (err == CL_SUCCESS)
+    *wg = clnorm__kernel_max_wg(&ctx->info, *wg, compile);
+  return err;
+}
+
 /* The split program's second kernel (split_norm, bwd_split) takes the variant's work-group size
  * too. */
 static int second_kernel_ok(clnorm_ctx *ctx, clnorm_program *p, clnorm_op op,
@@ -161,8 +182,7 @@ static int second_kernel_ok(clnorm_ctx *ctx, clnorm_program *p, clnorm_op op,
   size_t wg = 0;
   cl_kernel kernel = clCreateKernel(p->program, kernel_name(op, p->split, 1), &err);
   if (err == CL_SUCCESS) {
-    err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
-                                   NULL);
+    err = kernel_wg(ctx, kernel, &wg);
     clReleaseKernel(kernel);
   }
   if (err != CL_SUCCESS)
@@ -227,8 +247,7 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     clnorm__bincache_store(ctx, sources, lengths, 3, p->options, p->program);
   cl_kernel kernel = clCreateKernel(p->program, kernel_name(op, p->split, 0), &err);
   if (err == CL_SUCCESS)
-    err = clGetKernelWorkGroupInfo(kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                   sizeof p->kernel_wg, &p->kernel_wg, NULL);
+    err = kernel_wg(ctx, kernel, &p->kernel_wg);
   if (err != CL_SUCCESS) {
     snprintf(text, sizeof text, "creating kernel %s failed: %s", kernel_name(op, p->split, 0),
              clnorm__cl_error_name(err));

@@ -26,6 +26,7 @@ static inline clnorm_device_info fake_nvidia_gpu(void) {
   gpu.local_mem = 48 << 10;
   gpu.compute_units = 132;
   gpu.is_nvidia = 1;
+  gpu.reqd_wg = 1;
   return gpu;
 }
 

@@ -129,6 +129,30 @@ int main(void) {
   EXPECT(splits(&cpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 2, 16384) > 1,
          "CPU layernorm f32 2 x 16384 on 16 cores: not split, want a split");
 
+  /* A kernel's largest work-group: NVIDIA's OpenCL answers 256 for every kernel, where the size
+   * the kernel was compiled for counts, up to the device's; elsewhere, or for a kernel compiled
+   * for no size or for more than the device allows, the answer stands. */
+  const size_t c1024[3] = {1024, 1, 1}, c512[3] = {512, 1, 1}, c128[3] = {128, 1, 1};
+  const size_t c_none[3] = {0, 0, 0}, c_2d[3] = {512, 2, 1};
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c1024) == 1024, "NVIDIA, compiled for 1024: %zu",
+         clnorm__kernel_max_wg(&gpu, 256, c1024));
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c512) == 512, "NVIDIA, compiled for 512: %zu",
+         clnorm__kernel_max_wg(&gpu, 256, c512));
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c128) == 256, "NVIDIA, compiled for 128: %zu",
+         clnorm__kernel_max_wg(&gpu, 256, c128));
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c_none) == 256, "NVIDIA, compiled for no size: %zu",
+         clnorm__kernel_max_wg(&gpu, 256, c_none));
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c_2d) == 256, "NVIDIA, compiled for 512 x 2: %zu",
+         clnorm__kernel_max_wg(&gpu, 256, c_2d));
+  gpu.max_wg = 512;
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c1024) == 256,
+         "NVIDIA of at most 512, compiled for 1024: %zu", clnorm__kernel_max_wg(&gpu, 256, c1024));
+  gpu.max_wg = 1024;
+  gpu.reqd_wg = 0; /* other platforms, and CLNORM_REQD_WG=0 */
+  EXPECT(clnorm__kernel_max_wg(&gpu, 256, c1024) == 256, "reqd_wg off, compiled for 1024: %zu",
+         clnorm__kernel_max_wg(&gpu, 256, c1024));
+  gpu.reqd_wg = 1;
+
   same_at_every_row_count(&gpu, "an NVIDIA GPU, forward", 0);
   same_at_every_row_count(&gpu, "an NVIDIA GPU, backward", 1);
   gpu.is_nvidia = 0;
