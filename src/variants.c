@@ -208,6 +208,7 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     const unsigned vec = clnorm__call_vec(info, call, want);
     const size_t vectors = (call->cols + vec - 1) / vec;
     unsigned max_wg = info->max_wg >= 1024 ? 1024 : (unsigned)pow2_ceil(info->max_wg + 1) / 2;
+    const unsigned device_wg = max_wg;
     /* At most 256 work-items: NVIDIA's OpenCL (driver 580, H100 and H200) reports 256 as every
      * kernel's limit, and wider variants were refused until the library took the compiled size
      * (info->reqd_wg, 2026-11-30); the heuristic's rows have not been measured wider yet
@@ -264,6 +265,42 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     for (size_t h = 1; h <= 16 && !v.hold; h *= 2)
       if (per_item <= h)
         v.hold = (unsigned)h;
+    /* Where kernels run at their compiled size (info->reqd_wg: NVIDIA), a row that 256
+     * work-items do not hold takes up to 1024, the fewest that hold it: a forward row of more than
+     * 16 vectors (or 64 floats) a work-item, a 16-bit backward row of more than 32 elements, held
+     * there as 8 vectors of 4 (H200, exhaustive tunes with every 512- and 1024-wide variant,
+     * docs/wip/issue21/wide-2026-11-30: LayerNorm float16 2048 x 65536 1024 x 8 x 8 2,981 GB/s,
+     * 1.57x the row re-read by 256; the backward at 4096 x 16384 float16 512 x 4 x 8, LayerNorm
+     * 207 us against 309-332 at 256, RMSNorm 150 against 196; 8 x 4 took 250 and 168). Through
+     * the dispatcher (ab_builds.sh, 2 rounds, docs/wip/issue21/wide-ab-2026-11-30): the 16-bit
+     * backward of 12288-32768 columns 1.13-2.71x, the forward of 20000-65536 columns 16-bit
+     * 1.12-1.69x and float32 1.05-1.52x, but 0.92-0.95x for 16-bit LayerNorm at 128 x 65536 (a
+     * split call: fewer, wider groups); rows held at 256, and the float32 backward, 1.00x. */
+    if (info->reqd_wg && v.wg == 256 && v.tpr == 256 && device_wg > 256) {
+      const int bwd16 = clnorm__op_backward(call->op) && call->dtype != CLNORM_F32;
+      const int forward_unheld =
+          !clnorm__op_backward(call->op) && (v.hold == 0 || v.hold * v.vec > hold_budget(call->op));
+      const size_t elems = bwd16 ? 32 : hold_budget(call->op); /* a work-item's at most */
+      if (bwd16 ? (call->cols + 255) / 256 > 32 : forward_unheld) {
+        size_t t = 512;
+        while (t < device_wg && (call->cols + t - 1) / t > elems)
+          t *= 2;
+        const unsigned wide_vec = bwd16 ? 4 : want;
+        /* vectors of wide_vec a work-item, as the variant states hold */
+        const size_t per = ((call->cols + t - 1) / t + wide_vec - 1) / wide_vec;
+        const unsigned hold = pow2_ceil(per);
+        /* the forward's held row in at most half the registers a work-item has at t (65536 a
+         * compute unit): float32 65536 columns at 1024 x 16 x 4 ran at 0.84x the row re-read by
+         * 256 (H200, docs/wip/issue21/wide-ab-2026-11-30) */
+        const size_t regs = hold * wide_vec * clnorm__dtype_size(call->dtype) / 4;
+        if ((call->cols + t - 1) / t <= elems && per <= 16 &&
+            hold * wide_vec <= hold_budget(call->op) && (bwd16 || regs <= 32768 / t)) {
+          v.tpr = v.wg = (unsigned)t;
+          v.vec = wide_vec;
+          v.hold = hold;
+        }
+      }
+    }
     /* A backward row of more than 32 floats a work-item is not held, only its weight-gradient
      * sums are (cl/backward.cl): there vectors twice as wide ran faster (H200, LayerNorm 4096 x
      * 16384: float32 8 x 8 0.49 of copy against 4 x 16 0.42, bfloat16 16 x 4 0.36 against 8 x 8

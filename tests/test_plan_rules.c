@@ -123,6 +123,21 @@ int main(void) {
     expect_held(&gpu, layernorms[i], CLNORM_F32, 4096, 256, 4, 4);
   }
   expect_held(&gpu, CLNORM_OP_RMSNORM, CLNORM_F32, 2560, 256, 4, 4);
+  /* NVIDIA (its kernels run at their compiled size): rows that 256 work-items do not hold take
+   * up to 1024, the forward's in half the registers a work-item has there (float32 65536 columns
+   * stays re-read by 256), the 16-bit backward's as 8 vectors of 4 */
+  expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F16, 65536, 1024, 8, 8);
+  expect_held(&gpu, CLNORM_OP_RMSNORM, CLNORM_BF16, 32768, 512, 8, 8);
+  expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 32768, 512, 16, 4);
+  expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 65536, 256, 0, 4);
+  expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F32, 16384, 256, 16, 4);
+  expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 16384, 512, 8, 4);
+  expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, CLNORM_BF16, 32768, 1024, 8, 4);
+  expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, CLNORM_F16, 8192, 256, 4, 8);
+  gpu.reqd_wg = 0; /* elsewhere: at most 256 */
+  expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F16, 65536, 256, 0, 8);
+  expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 16384, 256, 4, 16);
+  gpu.reqd_wg = 1;
 
   /* a CPU splits few rows of any length that leave its cores idle */
   clnorm_device_info cpu = fake_cpu(16);
