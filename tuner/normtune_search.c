@@ -77,6 +77,25 @@ static int stored_result(const search *se, const clnorm_variant *v, clnorm_resul
          found;
 }
 
+/* Whether a result stored as unsupported at its check (no error measured: the variant was
+ * refused when built, or its check's run failed) is of a variant the library now runs: until
+ * 28e6d20 clnorm refused every variant of 512 and 1024 work-items on NVIDIA's platform, whose
+ * driver reports 256 as every kernel's limit, and it runs them since (docs/DEVICES.md). Builds
+ * the variant for the shape's call (clnorm_variant_check: no data needed; a program built before
+ * comes from the binary cache). */
+static int refusal_lifted(const search *se, const clnorm_result *stored) {
+  if (stored->outcome != CLNORM_OUTCOME_UNSUPPORTED || !isnan(stored->max_err))
+    return 0;
+  const clnorm_call call = shape_call(se->sh, 0);
+  return clnorm_variant_check(se->s->ctx, &call, &stored->variant) == CLNORM_OK;
+}
+
+/* stored_result, less a refusal the library has lifted since (refusal_lifted): such a
+ * candidate is measured again. */
+static int stored_current(const search *se, const clnorm_variant *v, clnorm_result *stored) {
+  return stored_result(se, v, stored) && !refusal_lifted(se, stored);
+}
+
 double evaluate(search *se, size_t i) {
   candidate *c = &se->c[i];
   if (c->evaluated)
@@ -96,7 +115,7 @@ double evaluate(search *se, size_t i) {
   result_key(se, &c->v, &r);
   char err[1024];
   clnorm_result stored;
-  if (stored_result(se, &c->v, &stored)) {
+  if (stored_current(se, &c->v, &stored)) {
     c->median = stored.outcome == CLNORM_OUTCOME_OK ? stored.median_s : INFINITY;
   } else {
     errors e;
@@ -176,7 +195,7 @@ void prebuild_all(search *se, const clnorm_call *call) {
   size_t m = 0;
   for (size_t i = 0; i < se->n; i++) {
     clnorm_result stored;
-    if (!stored_result(se, &se->c[i].v, &stored))
+    if (!stored_current(se, &se->c[i].v, &stored))
       v[m++] = se->c[i].v;
   }
   build_all(se->s->ctx, call, 0, v, m, NULL);
@@ -213,13 +232,24 @@ int read_back_completed(search *se, size_t limit) {
   size_t *stored_at = malloc((se->n ? se->n : 1) * sizeof *stored_at), count = 0;
   if (!stored_at)
     die(1, "out of memory");
+  size_t lifted = 0;
   for (size_t i = 0; i < se->n; i++) {
     clnorm_result stored;
-    if (stored_result(se, &se->c[i].v, &stored))
+    if (stored_result(se, &se->c[i].v, &stored)) {
       stored_at[count++] = i;
+      lifted += (size_t)refusal_lifted(se, &stored);
+    }
   }
+  /* A refusal lifted since (refusal_lifted): the shape is searched again, its candidates stored
+   * read back and those measured. */
+  if (lifted)
+    fprintf(stderr,
+            "%snormtune: %s %s %zu x %zu: %zu candidates stored as unsupported run now: the "
+            "shape is searched again\n",
+            se->tty ? "\n" : "", op_name(se->sh->op), dtype_name(se->sh->dtype), se->sh->rows,
+            se->sh->cols, lifted);
   /* fewer than this search evaluates: a larger --fraction than the run that finished it */
-  const int completed = count >= limit;
+  const int completed = count >= limit && lifted == 0;
   for (size_t k = 0; completed && k < count; k++)
     evaluate(se, stored_at[k]); /* read back: nothing is measured */
   free(stored_at);

@@ -130,4 +130,28 @@ tune "$DB2" completed_more --ops layernorm --fraction 0.12
 grep -Eq '^layernorm f32 64x256 wg=' "$WORK/completed_more.out" ||
   fail "a run of a larger fraction measured nothing: $(tail -n 2 "$WORK/completed_more.out")"
 [[ $(results "$DB2") -gt $kept ]] || fail "a run of a larger fraction stored nothing new"
+
+step "a candidate stored as unsupported that the library now runs is measured again"
+# As a database tuned on NVIDIA before 28e6d20 holds every 512- and 1024-wide candidate: a
+# verified result of the completed shape is rewritten as refused when built (unsupported, no
+# error measured). The library runs that variant here, so the shape, completed at this fraction,
+# is searched again and the candidate measured; the other results stay.
+DB3=$WORK/lifted.db
+cp "$DB2" "$DB3"
+pick=$(sqlite3 "$DB3" "SELECT min(id) FROM results WHERE status = 'ok' AND op = 'layernorm'")
+[[ -n $pick ]] || fail "no verified layernorm result to rewrite"
+variant=$(sqlite3 -separator ' ' "$DB3" "SELECT 'wg=' || wg, 'tpr=' || tpr, 'vec=' || vec,
+  'hold=' || hold, 'reduce=' || reduce, 'stats=' || stats FROM results WHERE id = $pick")
+sqlite3 "$DB3" "UPDATE results SET status = 'unsupported', median_s = NULL, min_s = NULL,
+  gbps = NULL, max_err = NULL WHERE id = $pick"
+before=$(results "$DB3")
+tune "$DB3" lifted --ops layernorm --fraction 0.12
+expect_in "$WORK/lifted.err" \
+  'layernorm f32 64 x 256: 1 candidates stored as unsupported run now: the shape is searched again' \
+  "the run says why it searches the completed shape again"
+grep -qE "^layernorm f32 64x256 $variant: (ok|slow)" "$WORK/lifted.out" ||
+  fail "the lifted candidate ($variant) was not measured: $(grep -c '^layernorm f32' "$WORK/lifted.out") lines"
+[[ $(sqlite3 "$DB3" "SELECT count(*) FROM results WHERE status = 'unsupported'") -eq 0 ]] ||
+  fail "the lifted candidate is still stored as unsupported"
+[[ $(results "$DB3") -ge $before ]] || fail "the run lost results ($before before)"
 pass
