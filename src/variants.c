@@ -209,10 +209,9 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
     const size_t vectors = (call->cols + vec - 1) / vec;
     unsigned max_wg = info->max_wg >= 1024 ? 1024 : (unsigned)pow2_ceil(info->max_wg + 1) / 2;
     const unsigned device_wg = max_wg;
-    /* At most 256 work-items: NVIDIA's OpenCL (driver 580, H100 and H200) reports 256 as every
-     * kernel's limit, and wider variants were refused until the library took the compiled size
-     * (info->reqd_wg, 2026-11-30); the heuristic's rows have not been measured wider yet
-     * (docs/DEVICES.md). */
+    /* At most 256 work-items, but for the rows 256 do not hold (below, where info->reqd_wg):
+     * NVIDIA's OpenCL (driver 580, H100 and H200) reports 256 as every kernel's limit, and wider
+     * variants were refused until the library took the compiled size (docs/DEVICES.md). */
     max_wg = max_wg > 256 ? 256 : max_wg;
     if (vectors <= 16) {
       /* Short rows: a small slice of the group per row, several rows per group. */
