@@ -275,29 +275,27 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
      * backward of 12288-32768 columns 1.13-2.71x, the forward of 20000-65536 columns 16-bit
      * 1.12-1.69x and float32 1.05-1.52x, but 0.92-0.95x for 16-bit LayerNorm at 128 x 65536 (a
      * split call: fewer, wider groups); rows held at 256, and the float32 backward, 1.00x. */
-    if (info->reqd_wg && v.wg == 256 && v.tpr == 256 && device_wg > 256) {
+    if (info->reqd_wg && v.tpr == max_wg && v.wg == v.tpr && max_wg < device_wg) {
       const int bwd16 = clnorm__op_backward(call->op) && call->dtype != CLNORM_F32;
-      const int forward_unheld =
-          !clnorm__op_backward(call->op) && (v.hold == 0 || v.hold * v.vec > hold_budget(call->op));
-      const size_t elems = bwd16 ? 32 : hold_budget(call->op); /* a work-item's at most */
-      if (bwd16 ? (call->cols + 255) / 256 > 32 : forward_unheld) {
-        size_t t = 512;
-        while (t < device_wg && (call->cols + t - 1) / t > elems)
-          t *= 2;
-        const unsigned wide_vec = bwd16 ? 4 : want;
-        /* vectors of wide_vec a work-item, as the variant states hold */
-        const size_t per = ((call->cols + t - 1) / t + wide_vec - 1) / wide_vec;
-        const unsigned hold = pow2_ceil(per);
-        /* the forward's held row in at most half the registers a work-item has at t (65536 a
-         * compute unit): float32 65536 columns at 1024 x 16 x 4 ran at 0.84x the row re-read by
-         * 256 (H200, docs/wip/issue21/wide-ab-2026-11-30) */
-        const size_t regs = hold * wide_vec * clnorm__dtype_size(call->dtype) / 4;
-        if ((call->cols + t - 1) / t <= elems && per <= 16 &&
-            hold * wide_vec <= hold_budget(call->op) && (bwd16 || regs <= 32768 / t)) {
-          v.tpr = v.wg = (unsigned)t;
-          v.vec = wide_vec;
-          v.hold = hold;
-        }
+      /* a work-item's elements at most: a power of two, so hold (wide_vec's a work-item, rounded
+       * up to a power of two) stays within it and within the hold budget */
+      const size_t elems = bwd16 ? 32 : hold_budget(call->op);
+      const int unheld = bwd16 ? (call->cols + max_wg - 1) / max_wg > elems
+                               : !clnorm__op_backward(call->op) &&
+                                     (v.hold == 0 || v.hold * v.vec > hold_budget(call->op));
+      size_t t = 2 * (size_t)max_wg;
+      while (unheld && t < device_wg && (call->cols + t - 1) / t > elems)
+        t *= 2;
+      const unsigned wide_vec = bwd16 ? 4 : want;
+      const unsigned hold = pow2_ceil(((call->cols + t - 1) / t + wide_vec - 1) / wide_vec);
+      /* the forward's held row in at most half the registers a work-item has at t (65536 a
+       * compute unit): float32 65536 columns at 1024 x 16 x 4 ran at 0.84x the row re-read by
+       * 256 (H200, docs/wip/issue21/wide-ab-2026-11-30) */
+      const size_t regs = hold * wide_vec * clnorm__dtype_size(call->dtype) / 4;
+      if (unheld && (call->cols + t - 1) / t <= elems && (bwd16 || regs <= 32768 / t)) {
+        v.tpr = v.wg = (unsigned)t;
+        v.vec = wide_vec;
+        v.hold = hold;
       }
     }
     /* A backward row of more than 32 floats a work-item is not held, only its weight-gradient
