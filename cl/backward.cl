@@ -111,6 +111,20 @@
 
 /* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
 #if !SPLIT
+#ifndef BWD_PF
+#define BWD_PF 0
+#endif
+#if BWD_PF && PTX
+/* BWD_PF (NVIDIA, CLNORM_BWD_PREFETCH): a persistent group asks the L2 cache for the rows its
+ * slots take next (BWD_RI * parts rows on) as soon as it has loaded the current ones, so that
+ * their loads wait for the L2, not for memory, while this iteration's sums, reductions and
+ * stores run. One prefetch per 128-byte line: the vectors at a line's start. */
+#define BWD_PF_EVERY (VEC * sizeof(stype) >= 128 ? 1 : 128 / (VEC * sizeof(stype)))
+#define BWD_PF_L2(p) asm volatile("prefetch.global.L2 [%0];" ::"l"(p))
+#else
+#undef BWD_PF
+#define BWD_PF 0
+#endif
 /* With HOLD > 0 the slot's dgamma and dbeta sums of its columns stay in registers (HOLD vectors
  * each); the row itself (x, dy, gamma) is held too where that adds at most 32 floats a work-item
  * (BWD_HELD), else read again from the cache for the output (the sums and the row together would
@@ -286,6 +300,22 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #define BWD_X(q, i, k) LOADV(xr, (i))
 #define BWD_DY(q, i, k) LOADV(dyr, (i))
 #define BWD_G(i, k) LOADV(gamma, (i))
+#endif
+#if BWD_PF
+#pragma unroll
+    for (uint q = 0; q < BWD_RI; q++) {
+      const ulong nr = rq[q] + BWD_RI * parts;
+      if (act[q] && nr < rows) {
+        __global const stype *xp = x + x_off + nr * x_stride;
+        __global const stype *dp = dy + dy_off + nr * dy_stride;
+        FOR_VECS(i, k, nvec_all) {
+          if (i % BWD_PF_EVERY == 0) {
+            BWD_PF_L2(xp + (size_t)i * VEC);
+            BWD_PF_L2(dp + (size_t)i * VEC);
+          }
+        }
+      }
+    }
 #endif
 /* row q's vectors of dy and x, for BWD_SUMS */
 #define BWD_DYQ(i, k) BWD_DY(q, i, k)

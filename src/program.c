@@ -38,11 +38,12 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%u -DRAW16=%d "
            "-DRBUF=%u "
            "-DREDUCE=%u -DRMS=%d -DRVEC=%u -DSPLIT=%d -DSTATS=%u -DSTREAM=%d -DTPR=%u "
-           "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s",
+           "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s%s",
            std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->ptx_sm,
            info->raw16, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
            info->reduce_vec, split, (unsigned)v->stats, info->stream_stores, v->tpr,
-           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "");
+           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "",
+           clnorm__op_backward(op) && info->bwd_prefetch ? " -DBWD_PF=1" : "");
 }
 
 static uint64_t hash_byte(uint64_t h, unsigned char c) { return clnorm__fnv1a(h, &c, 1); }
