@@ -116,11 +116,27 @@
 #endif
 #if BWD_PF && PTX
 /* BWD_PF (NVIDIA, CLNORM_BWD_PREFETCH): a persistent group asks the L2 cache for the rows its
- * slots take next (BWD_RI * parts rows on) as soon as it has loaded the current ones, so that
- * their loads wait for the L2, not for memory, while this iteration's sums, reductions and
- * stores run. One prefetch per 128-byte line: the vectors at a line's start. */
+ * slots take next (BWD_RI * parts rows on), so that their loads wait for the L2, not for memory,
+ * while this iteration's sums, reductions and stores run: 1 as soon as it has issued the loads of
+ * the current rows, 2 before them (an experiment: docs/wip/issue21). One prefetch per 128-byte
+ * line: the vectors at a line's start. */
 #define BWD_PF_EVERY (VEC * sizeof(stype) >= 128 ? 1 : 128 / (VEC * sizeof(stype)))
 #define BWD_PF_L2(p) asm volatile("prefetch.global.L2 [%0];" ::"l"(p))
+/* the work-item's vectors of x and dy of row nr, when it is one of the call's */
+#define BWD_PF_ROW(nr)                                                                             \
+  do {                                                                                             \
+    const ulong pf_row = (nr);                                                                     \
+    if (pf_row < rows) {                                                                           \
+      __global const stype *pf_x = x + x_off + pf_row * x_stride;                                  \
+      __global const stype *pf_d = dy + dy_off + pf_row * dy_stride;                               \
+      FOR_VECS(i, k, nvec_all) {                                                                   \
+        if (i % BWD_PF_EVERY == 0) {                                                               \
+          BWD_PF_L2(pf_x + (size_t)i * VEC);                                                       \
+          BWD_PF_L2(pf_d + (size_t)i * VEC);                                                       \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
 #else
 #undef BWD_PF
 #define BWD_PF 0
@@ -248,6 +264,10 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
    * 4096 x 4096 ran 0.89x), and on NVIDIA LayerNorm's 16-bit rows of 256 work-items with the
    * sums out of the registers (BWD_LACC). */
   for (ulong b = get_group_id(0); b < blocks; b += BWD_RI * (ulong)groups) {
+#if BWD_PF == 2
+    for (uint q = 0; q < BWD_RI; q++)
+      BWD_PF_ROW((b + (BWD_RI + q) * (ulong)groups) * RPG + slot);
+#endif
     bool act[BWD_RI];
     ulong rq[BWD_RI];
     float mean_q[BWD_RI], rstd_q[BWD_RI];
@@ -301,21 +321,9 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #define BWD_DY(q, i, k) LOADV(dyr, (i))
 #define BWD_G(i, k) LOADV(gamma, (i))
 #endif
-#if BWD_PF
-#pragma unroll
-    for (uint q = 0; q < BWD_RI; q++) {
-      const ulong nr = rq[q] + BWD_RI * parts;
-      if (act[q] && nr < rows) {
-        __global const stype *xp = x + x_off + nr * x_stride;
-        __global const stype *dp = dy + dy_off + nr * dy_stride;
-        FOR_VECS(i, k, nvec_all) {
-          if (i % BWD_PF_EVERY == 0) {
-            BWD_PF_L2(xp + (size_t)i * VEC);
-            BWD_PF_L2(dp + (size_t)i * VEC);
-          }
-        }
-      }
-    }
+#if BWD_PF == 1
+    for (uint q = 0; q < BWD_RI; q++)
+      BWD_PF_ROW(rq[q] + BWD_RI * parts);
 #endif
 /* row q's vectors of dy and x, for BWD_SUMS */
 #define BWD_DYQ(i, k) BWD_DY(q, i, k)

@@ -34,6 +34,10 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   /* Sub-group built-ins are OpenCL C 2.0 features; everything else is OpenCL C 1.2. */
   const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
+  /* only where it is on, so that every other program's options (its cache key) stay as they were */
+  char pf[16] = "";
+  if (clnorm__op_backward(op) && info->bwd_prefetch)
+    snprintf(pf, sizeof pf, " -DBWD_PF=%d", info->bwd_prefetch);
   snprintf(buf, size,
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%u -DRAW16=%d "
            "-DRBUF=%u "
@@ -42,8 +46,7 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
            std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->ptx_sm,
            info->raw16, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
            info->reduce_vec, split, (unsigned)v->stats, info->stream_stores, v->tpr,
-           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "",
-           clnorm__op_backward(op) && info->bwd_prefetch ? " -DBWD_PF=1" : "");
+           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "", pf);
 }
 
 static uint64_t hash_byte(uint64_t h, unsigned char c) { return clnorm__fnv1a(h, &c, 1); }
