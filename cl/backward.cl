@@ -115,11 +115,11 @@
 #define BWD_PF 0
 #endif
 #if BWD_PF && PTX
-/* BWD_PF (NVIDIA, CLNORM_BWD_PREFETCH): a persistent group asks the L2 cache for the rows its
- * slots take next (BWD_RI * parts rows on), so that their loads wait for the L2, not for memory,
- * while this iteration's sums, reductions and stores run: 1 as soon as it has issued the loads of
- * the current rows, 2 before them (an experiment: docs/wip/issue21). One prefetch per 128-byte
- * line: the vectors at a line's start. */
+/* BWD_PF (NVIDIA, CLNORM_BWD_PREFETCH=1; off by default): a persistent group asks the L2 cache for
+ * the rows its slots take next (BWD_RI * parts rows on) as soon as it has issued the loads of the
+ * current rows, so that their loads wait for the L2, not for memory, while this iteration's sums,
+ * reductions and stores run. One prefetch per 128-byte line: the vectors at a line's start. On
+ * the H200 it won on some shapes and lost on others (docs/PERFORMANCE.md, "Tried and not kept"). */
 #define BWD_PF_EVERY (VEC * sizeof(stype) >= 128 ? 1 : 128 / (VEC * sizeof(stype)))
 #define BWD_PF_L2(p) asm volatile("prefetch.global.L2 [%0];" ::"l"(p))
 /* the work-item's vectors of x and dy of row nr, when it is one of the call's */
@@ -264,10 +264,6 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
    * 4096 x 4096 ran 0.89x), and on NVIDIA LayerNorm's 16-bit rows of 256 work-items with the
    * sums out of the registers (BWD_LACC). */
   for (ulong b = get_group_id(0); b < blocks; b += BWD_RI * (ulong)groups) {
-#if BWD_PF == 2
-    for (uint q = 0; q < BWD_RI; q++)
-      BWD_PF_ROW((b + (BWD_RI + q) * (ulong)groups) * RPG + slot);
-#endif
     bool act[BWD_RI];
     ulong rq[BWD_RI];
     float mean_q[BWD_RI], rstd_q[BWD_RI];
@@ -321,7 +317,7 @@ norm_bwd(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
 #define BWD_DY(q, i, k) LOADV(dyr, (i))
 #define BWD_G(i, k) LOADV(gamma, (i))
 #endif
-#if BWD_PF == 1
+#if BWD_PF
     for (uint q = 0; q < BWD_RI; q++)
       BWD_PF_ROW(rq[q] + BWD_RI * parts);
 #endif

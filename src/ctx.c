@@ -110,8 +110,7 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->hw_half = env_switch("CLNORM_HW_HALF", pocl_cpu);
   info->raw16 = env_switch("CLNORM_RAW16", info->is_nvidia);
   info->reqd_wg = env_switch("CLNORM_REQD_WG", info->is_nvidia);
-  const unsigned bwd_pf = env_count("CLNORM_BWD_PREFETCH");
-  info->bwd_prefetch = info->ptx_sm && bwd_pf <= 2 ? (int)bwd_pf : 0;
+  info->bwd_prefetch = info->ptx_sm && env_switch("CLNORM_BWD_PREFETCH", 0);
   info->bwd_groups_per_cu = env_count("CLNORM_BWD_GROUPS_PER_CU");
   const char *rvec = getenv("CLNORM_REDUCE_VEC");
   info->reduce_vec = rvec && strcmp(rvec, "1") == 0     ? 1

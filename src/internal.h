@@ -65,9 +65,9 @@ typedef struct clnorm_device_info {
    * platform. CLNORM_REQD_WG=0/1 overrides. */
   int reqd_wg;
   /* The backward's persistent groups ask the L2 cache for the rows they take next, while they
-   * work on the current ones (-DBWD_PF=N on backward programs only, cl/backward.cl): NVIDIA's
-   * platform (inline PTX); off unless CLNORM_BWD_PREFETCH is 1 (after the current rows' loads) or
-   * 2 (before them), an experiment of issue 21. */
+   * work on the current ones (-DBWD_PF=1 on backward programs only, cl/backward.cl): NVIDIA's
+   * platform (inline PTX), off unless CLNORM_BWD_PREFETCH=1: on the H200 it won on some shapes and
+   * lost on others (docs/PERFORMANCE.md, "Tried and not kept"). */
   int bwd_prefetch;
   /* Build with -w: PoCL's clang prints "N warnings generated." to the process's stderr for every
    * program, the warnings being -Wpsabi notes on float16 arguments of inline functions where the

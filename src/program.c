@@ -35,9 +35,7 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
   /* only where it is on, so that every other program's options (its cache key) stay as they were */
-  char pf[16] = "";
-  if (clnorm__op_backward(op) && info->bwd_prefetch)
-    snprintf(pf, sizeof pf, " -DBWD_PF=%d", info->bwd_prefetch);
+  const char *pf = clnorm__op_backward(op) && info->bwd_prefetch ? " -DBWD_PF=1" : "";
   snprintf(buf, size,
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%u -DRAW16=%d "
            "-DRBUF=%u "

@@ -134,6 +134,23 @@ int main(void) {
   expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 16384, 512, 8, 4);
   expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, CLNORM_BF16, 32768, 1024, 8, 4);
   expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, CLNORM_F16, 8192, 256, 4, 8);
+  /* NVIDIA's 16-bit LayerNorm backward of a held row of 512 to 8192 columns: vectors of 4, in
+   * groups of at least 256; RMSNorm's and float32's as before */
+  for (int d = CLNORM_F16; d <= CLNORM_BF16; d++) {
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 512, 32, 4, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 1024, 64, 4, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 4096, 256, 4, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 8192, 256, 8, 4);
+    expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 1024, 64, 2, 8);
+  }
+  expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 1024, 64, 4, 4);
+  {
+    const clnorm_call c = {
+        .op = CLNORM_OP_LAYERNORM_BWD, .dtype = CLNORM_F16, .rows = 4096, .cols = 1024};
+    clnorm_variant v;
+    clnorm__heuristic(&gpu, &c, &v);
+    EXPECT(v.wg == 256, "GPU layernorm_bwd f16 4096 x 1024: wg %u, want 256", v.wg);
+  }
   gpu.reqd_wg = 0; /* elsewhere: at most 256 */
   expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F16, 65536, 256, 0, 8);
   expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 16384, 256, 4, 16);
