@@ -311,15 +311,17 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
       v.vec *= 2;
       v.hold /= 2;
     }
-    /* NVIDIA, LayerNorm's backward in 16 bits with a held row of 512 to 8192 columns: vectors of 4,
-     * twice as many, in groups of at least 256 work-items. Every variant of the space timed on the
-     * H200 (normtune tune --strategy exhaustive, float16, docs/wip/issue21/space-2026-11-30 and
-     * space2-2026-11-30): 1024 columns 256 x 64 x 4 x 4 85.3 us against the 128 x 64 x 8 x 2 this
-     * rule replaces 102.6 (128 x 64 x 4 x 4 102.6: the group's width counts there); 4096 columns
-     * 4 x 4 against 8 x 2 at 256 a row 1.14x; 8192 columns 8 x 4 against 4 x 8 1.06x; 512
-     * columns 256 x 32 x 4 x 4 86.4 against 91.3 at 65536 rows. RMSNorm's gained 3% or less. */
+    /* NVIDIA, LayerNorm's backward in 16 bits with a held row of 513 to 8192 columns: vectors of
+     * 4, twice as many, in groups of at least 256 work-items. Every variant of the space timed on
+     * the H200 (normtune tune --strategy exhaustive, float16, docs/wip/issue21/space-2026-11-30
+     * and space2-2026-11-30): 1024 columns 256 x 64 x 4 x 4 85.3 us against the 128 x 64 x 8 x 2
+     * this rule replaces 102.6 (128 x 64 x 4 x 4 102.6: the group's width counts there); 4096
+     * columns 4 x 4 against 8 x 2 at 256 a row 1.14x; 8192 columns 8 x 4 against 4 x 8 1.06x.
+     * Through the dispatcher (ab_builds.sh, 2 rounds, docs/wip/issue21/ab2-2026-11-30): 1024 to
+     * 8192 columns float16 0.97-1.31x, bfloat16 1.00-1.32x (16384 x 4096 0.97-1.00x); 512 columns
+     * 0.94-1.05x, left out. RMSNorm's gained 3% or less in the space. */
     if (info->is_nvidia && call->op == CLNORM_OP_LAYERNORM_BWD && call->dtype != CLNORM_F32 &&
-        v.vec == 8 && v.hold > 0 && v.hold * v.vec <= 32 && call->cols >= 512 &&
+        v.vec == 8 && v.hold > 0 && v.hold * v.vec <= 32 && call->cols > 512 &&
         call->cols <= 8192) {
       v.vec = 4;
       v.hold *= 2;

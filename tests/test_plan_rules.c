@@ -134,10 +134,11 @@ int main(void) {
   expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 16384, 512, 8, 4);
   expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, CLNORM_BF16, 32768, 1024, 8, 4);
   expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, CLNORM_F16, 8192, 256, 4, 8);
-  /* NVIDIA's 16-bit LayerNorm backward of a held row of 512 to 8192 columns: vectors of 4, in
-   * groups of at least 256; RMSNorm's and float32's as before */
+  /* NVIDIA's 16-bit LayerNorm backward of a held row of 513 to 8192 columns: vectors of 4, in
+   * groups of at least 256; 512 columns, RMSNorm's and float32's as before */
   for (int d = CLNORM_F16; d <= CLNORM_BF16; d++) {
-    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 512, 32, 4, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 512, 32, 2, 8);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 768, 64, 4, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 1024, 64, 4, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 4096, 256, 4, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 8192, 256, 8, 4);
