@@ -11,7 +11,7 @@ mkdir -p "$base"
 tar -c --exclude=./build-tune --exclude=./.device-kit --exclude='./build-*' --exclude=./.git . |
   tar -x -C "$base"
 patch -R -p1 -d "$base" <docs/wip/issue21/bwd-f32-tpr32.patch >/dev/null || exit 1
-BASE=$base ROUNDS=2 timeout 225 bash scripts/ab_builds.sh \
+BASE=$base ROUNDS=3 timeout 80 bash scripts/ab_builds.sh \
   --grid 2048x1024,4096x1024,8192x1024,16384x1024,32768x1024,4096x768,65536x512 \
   --ops layernorm_bwd,rmsnorm_bwd --dtypes f32 >"$out/ab-log.txt" 2>&1
 echo "ab rc=$?"
