@@ -328,14 +328,6 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
       if (v.wg < 256 && 256 <= max_wg)
         v.wg = 256;
     }
-    /* NVIDIA, the float32 backward of 513 to 1024 columns: 32 work-items a row holding 8 float4s,
-     * not 64 holding 4 (H200, every variant of the space timed, LayerNorm 32768 x 1024: 128 x 32 x
-     * 4 x 8 116.6 us against 128 x 64 x 4 x 4 138.5; docs/wip/issue21/space3-2026-11-30). */
-    if (info->is_nvidia && clnorm__op_backward(call->op) && call->dtype == CLNORM_F32 &&
-        v.tpr == 64 && v.vec == 4 && v.hold == 4 && call->cols <= 1024) {
-      v.tpr = 32;
-      v.hold = 8;
-    }
     v.stats = v.hold ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;
     if (info->is_nvidia && v.wg % 32 == 0)
       v.reduce = CLNORM_REDUCE_NVSHFL;
