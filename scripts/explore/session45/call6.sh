@@ -4,7 +4,6 @@
 # tree without it (a copy made here with the patch reversed): scripts/ab_builds.sh, 2 rounds
 # ($OUT/ab.md).
 set -uo pipefail
-root=$PWD
 out=${OUT:?}
 base=$(mktemp -d)/ab-base
 mkdir -p "$base"
