@@ -111,10 +111,7 @@
 
 /* SPLIT == 1 builds the split-row kernels instead (bwd_sums, bwd_split, at the end). */
 #if !SPLIT
-#ifndef BWD_PF
-#define BWD_PF 0
-#endif
-#if BWD_PF && PTX
+#if defined(BWD_PF) && BWD_PF && PTX
 /* BWD_PF (NVIDIA, CLNORM_BWD_PREFETCH=1; off by default): a persistent group asks the L2 cache for
  * the rows its slots take next (BWD_RI * parts rows on) as soon as it has issued the loads of the
  * current rows, so that their loads wait for the L2, not for memory, while this iteration's sums,
