@@ -165,6 +165,15 @@ clnorm_status clnorm__db_repair(const char *path, char *moved_to, size_t moved_s
 clnorm_status clnorm__db_put(clnorm_db *db, const clnorm_device_identity *device,
                              const clnorm_result *result, char *err, size_t err_size);
 
+/* Deletes the stored results with the keys of keys[0..count) (as clnorm__db_get's) that are
+ * refusals (status unsupported), in one transaction; a measured result, or a key with nothing
+ * stored, is left as it is. The tuner forgets a refusal the library has lifted since it was
+ * stored, so that a candidate its search does not reach is unmeasured, not refused. Arguments
+ * as clnorm__db_put's; CLNORM_E_DB (read-only handle, write failed). */
+clnorm_status clnorm__db_forget_refusals(clnorm_db *db, const clnorm_device_identity *device,
+                                         const clnorm_result *keys, size_t count, char *err,
+                                         size_t err_size);
+
 /* Looks up the stored result with the key of `key` (kernel_hash, op, dtype, cols, row_class,
  * variant) for `device`: *found is 1 and *out (may be NULL) receives it, or *found is 0. */
 clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device,

@@ -24,6 +24,7 @@ enum {
   ST_PUT_HEURISTIC,
   ST_PUT_COPY,
   ST_PUT_AB,
+  ST_FORGET_REFUSAL,
   ST_COUNT
 };
 

@@ -52,6 +52,11 @@ static const char *const statements[ST_COUNT] = {
                   " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     [ST_PUT_COPY] = ("INSERT OR REPLACE INTO copy_bandwidth (device_id, gbps, bytes, measured_at,"
                      " clnorm_version) VALUES (?1, ?2, ?3, ?4, ?5)"),
+    /* only a refusal: a measured result is never forgotten */
+    [ST_FORGET_REFUSAL] = "DELETE FROM results WHERE device_id = ?1 AND kernel_hash = ?2"
+                          " AND op = ?3 AND dtype = ?4 AND cols = ?5 AND row_class = ?6"
+                          " AND wg = ?7 AND tpr = ?8 AND vec = ?9 AND hold = ?10"
+                          " AND reduce = ?11 AND stats = ?12 AND status = 'unsupported'",
 };
 
 /* The cached statement `which`, reset and unbound. */
@@ -375,23 +380,31 @@ static clnorm_status check_file(clnorm_db *db, char *err, size_t err_size) {
   return CLNORM_OK;
 }
 
+/* Begins a write transaction of a writable handle on the file still at its path (check_file):
+ * CLNORM_OK inside it, else an error saying it cannot `doing`, outside any transaction. */
+static clnorm_status begin_store(clnorm_db *db, const char *doing, char *err, size_t err_size) {
+  if (!db->writable)
+    return clnorm__db_error(CLNORM_E_DB, err, err_size,
+                            "tuning database '%s' was opened for reading: cannot %s", db->path,
+                            doing);
+  const int rc = clnorm__db_begin_write(db->sql);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "starting a write transaction", err, err_size);
+  const clnorm_status status = check_file(db, err, err_size);
+  if (status != CLNORM_OK)
+    clnorm__db_exec(db->sql, "ROLLBACK");
+  return status;
+}
+
 /* Stores result (ST_PUT, ST_PUT_HEURISTIC: a clnorm_result; ST_PUT_AB: a clnorm_ab) or the copy
  * bandwidth (ST_PUT_COPY: copy_gbps, bytes) of device in one transaction. */
 clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_identity *device,
                                  const void *result, double copy_gbps, uint64_t bytes, char *err,
                                  size_t err_size) {
-  clnorm_status status = CLNORM_OK;
-  if (!db->writable)
-    return clnorm__db_error(CLNORM_E_DB, err, err_size,
-                            "tuning database '%s' was opened for reading: cannot store results",
-                            db->path);
-  int rc = clnorm__db_begin_write(db->sql);
-  if (rc != SQLITE_OK)
-    return clnorm__db_sql_error(db, rc, "starting a write transaction", err, err_size);
-  if ((status = check_file(db, err, err_size)) != CLNORM_OK) {
-    clnorm__db_exec(db->sql, "ROLLBACK");
+  clnorm_status status = begin_store(db, "store results", err, err_size);
+  if (status != CLNORM_OK)
     return status;
-  }
+  int rc = SQLITE_OK;
   sqlite3_int64 id = -1;
   sqlite3_stmt *st = NULL;
   const char *what = "storing the device";
@@ -502,6 +515,36 @@ clnorm_status clnorm__db_get(clnorm_db *db, const clnorm_device_identity *device
   }
   return rc == SQLITE_OK ? CLNORM_OK
                          : clnorm__db_sql_error(db, rc, "looking up a result", err, err_size);
+}
+
+clnorm_status clnorm__db_forget_refusals(clnorm_db *db, const clnorm_device_identity *device,
+                                         const clnorm_result *keys, size_t count, char *err,
+                                         size_t err_size) {
+  clnorm_status status = CLNORM_OK;
+  for (size_t i = 0; i < count && status == CLNORM_OK; i++)
+    status = check_args(db, device, &keys[i], err, err_size);
+  if (status != CLNORM_OK || count == 0 ||
+      (status = begin_store(db, "forget results", err, err_size)) != CLNORM_OK)
+    return status;
+  int rc = SQLITE_OK;
+  sqlite3_int64 id = -1;
+  sqlite3_stmt *st = NULL;
+  rc = clnorm__db_device_id(db, device, 0, &id);
+  if (rc == SQLITE_OK && id >= 0)
+    rc = stmt(db, ST_FORGET_REFUSAL, &st);
+  for (size_t i = 0; rc == SQLITE_OK && id >= 0 && i < count; i++) {
+    bind_key(st, id, &keys[i]);
+    rc = sqlite3_step(st);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    sqlite3_reset(st);
+  }
+  if (rc == SQLITE_OK)
+    rc = clnorm__db_exec(db->sql, "COMMIT");
+  if (rc != SQLITE_OK) {
+    status = clnorm__db_sql_error(db, rc, "forgetting refusals", err, err_size);
+    clnorm__db_exec(db->sql, "ROLLBACK");
+  }
+  return status;
 }
 
 clnorm_status clnorm__db_import_rows(clnorm_db *db, const clnorm_device_identity *devices,

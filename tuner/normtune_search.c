@@ -232,22 +232,36 @@ int read_back_completed(search *se, size_t limit) {
   size_t *stored_at = malloc((se->n ? se->n : 1) * sizeof *stored_at), count = 0;
   if (!stored_at)
     die(1, "out of memory");
+  clnorm_result *refusals = malloc((se->n ? se->n : 1) * sizeof *refusals);
+  if (!refusals)
+    die(1, "out of memory");
   size_t lifted = 0;
   for (size_t i = 0; i < se->n; i++) {
     clnorm_result stored;
     if (stored_result(se, &se->c[i].v, &stored)) {
       stored_at[count++] = i;
-      lifted += (size_t)refusal_lifted(se, &stored);
+      if (refusal_lifted(se, &stored))
+        refusals[lifted++] = stored;
     }
   }
   /* A refusal lifted since (refusal_lifted): the shape is searched again, its candidates stored
-   * read back and those measured. */
-  if (lifted)
+   * read back and those measured. The lifted refusals are forgotten first: a candidate the
+   * search does not reach is then unmeasured, as in any search, not a refusal that would send
+   * every later run into the shape again. */
+  if (lifted) {
     fprintf(stderr,
             "%snormtune: %s %s %zu x %zu: %zu candidates stored as unsupported run now: the "
             "shape is searched again\n",
             se->tty ? "\n" : "", op_name(se->sh->op), dtype_name(se->sh->dtype), se->sh->rows,
             se->sh->cols, lifted);
+    if (clnorm__db_forget_refusals(se->db, &se->s->identity, refusals, lifted, err, sizeof err) !=
+        CLNORM_OK)
+      die(EXIT_DB,
+          "forgetting the refusals lifted since: %s; the same command resumes from what "
+          "the database holds",
+          err);
+  }
+  free(refusals);
   /* fewer than this search evaluates: a larger --fraction than the run that finished it */
   const int completed = count >= limit && lifted == 0;
   for (size_t k = 0; completed && k < count; k++)

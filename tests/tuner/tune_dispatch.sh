@@ -155,3 +155,28 @@ grep -qE "^layernorm f32 64x256 $variant: (ok|slow)" "$WORK/lifted.out" ||
   fail "the lifted candidate is still stored as unsupported"
 [[ $(results "$DB3") -ge $before ]] || fail "the run lost results ($before before)"
 pass
+
+step "a lifted refusal the search does not reach is forgotten: the next run reads the shape back"
+# A database tuned before 28e6d20 holds refusals of candidates no later search visits (the
+# anneal measures a fraction). For every stored verified result, the variant of the other
+# statistics (when not stored) goes in as refused: a run searches the shape again once, forgets
+# them all, measures what it reaches, and the run after it reads the shape back.
+DB4=$WORK/lifted_unreached.db
+cp "$DB3" "$DB4"
+sqlite3 "$DB4" "INSERT OR IGNORE INTO results (device_id, kernel_hash, op, dtype, cols, row_class,
+  wg, tpr, vec, hold, reduce, stats, rows, status, measured_at, clnorm_version)
+  SELECT device_id, kernel_hash, op, dtype, cols, row_class, wg, tpr, vec, hold, reduce,
+  CASE stats WHEN 'welford' THEN 'twopass' ELSE 'welford' END, rows, 'unsupported', measured_at,
+  clnorm_version FROM results WHERE status = 'ok' AND op = 'layernorm'"
+refused=$(sqlite3 "$DB4" "SELECT count(*) FROM results WHERE status = 'unsupported'")
+[[ $refused -gt 0 ]] || fail "no refusal inserted"
+tune "$DB4" unreached --ops layernorm --fraction 0.12
+grep -Eq 'layernorm f32 64 x 256: [0-9]+ candidates stored as unsupported run now' \
+  "$WORK/unreached.err" || fail "the run did not search the shape again: $(tail -n 3 "$WORK/unreached.err")"
+tune "$DB4" unreached_again --ops layernorm --fraction 0.12
+if grep -q 'searched again' "$WORK/unreached_again.err"; then
+  fail "the run after it searched the shape again: $(grep 'searched again' "$WORK/unreached_again.err")"
+fi
+grep -Eq '^layernorm f32 64x256 wg=' "$WORK/unreached_again.out" &&
+  fail "the run after it measured candidates: $(grep -c '^layernorm f32' "$WORK/unreached_again.out")"
+pass
