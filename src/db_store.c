@@ -404,11 +404,10 @@ clnorm_status clnorm__db_put_row(clnorm_db *db, int which, const clnorm_device_i
   clnorm_status status = begin_store(db, "store results", err, err_size);
   if (status != CLNORM_OK)
     return status;
-  int rc = SQLITE_OK;
   sqlite3_int64 id = -1;
   sqlite3_stmt *st = NULL;
   const char *what = "storing the device";
-  rc = clnorm__db_device_id(db, device, 1, &id);
+  int rc = clnorm__db_device_id(db, device, 1, &id);
   if (rc == SQLITE_OK) {
     what = which == ST_PUT_COPY ? "storing the copy bandwidth" : "storing the result";
     rc = stmt(db, which, &st);
@@ -526,10 +525,9 @@ clnorm_status clnorm__db_forget_refusals(clnorm_db *db, const clnorm_device_iden
   if (status != CLNORM_OK || count == 0 ||
       (status = begin_store(db, "forget results", err, err_size)) != CLNORM_OK)
     return status;
-  int rc = SQLITE_OK;
   sqlite3_int64 id = -1;
   sqlite3_stmt *st = NULL;
-  rc = clnorm__db_device_id(db, device, 0, &id);
+  int rc = clnorm__db_device_id(db, device, 0, &id);
   if (rc == SQLITE_OK && id >= 0)
     rc = stmt(db, ST_FORGET_REFUSAL, &st);
   for (size_t i = 0; rc == SQLITE_OK && id >= 0 && i < count; i++) {
