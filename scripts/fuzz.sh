@@ -52,6 +52,16 @@ fi
 echo "fuzz: built ${targets[*]} in $((SECONDS - start)) s"
 
 status=0
+# run_target: fuzz target $t on $corpus for $seconds s (LSAN_OPTIONS $lsan), log in $dir/$t.log
+run_target() {
+  # detect_leaks: LeakSanitizer after each input that allocates more than it frees, and at exit
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 LSAN_OPTIONS=$lsan \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$dir/build/tests/fuzz/$t" -max_total_time="$seconds" -max_len=$max_len -len_control=20 \
+      -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$t/" \
+      "$corpus" >"$dir/$t.log" 2>&1
+}
+
 for t in "${targets[@]}"; do
   corpus=$dir/corpus/$t
   rm -rf "$corpus" "$dir/artifacts/$t"
@@ -66,14 +76,6 @@ for t in "${targets[@]}"; do
   # leaks are told from clnorm's)
   lsan=
   [ "$t" = fuzz_variant ] && lsan=suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0
-  # detect_leaks: LeakSanitizer after each input that allocates more than it frees, and at exit
-  run_target() {
-    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 LSAN_OPTIONS=$lsan \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      "$dir/build/tests/fuzz/$t" -max_total_time="$seconds" -max_len=$max_len -len_control=20 \
-        -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$t/" \
-        "$corpus" >"$dir/$t.log" 2>&1
-  }
   run_target
   rc=$?
   # LeakSanitizer's own stop-the-world tracer has crashed twice in fuzz_variant's PoCL threads

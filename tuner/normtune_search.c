@@ -90,12 +90,6 @@ static int refusal_lifted(const search *se, const clnorm_result *stored) {
   return clnorm_variant_check(se->s->ctx, &call, &stored->variant) == CLNORM_OK;
 }
 
-/* stored_result, less a refusal the library has lifted since (refusal_lifted): such a
- * candidate is measured again. */
-static int stored_current(const search *se, const clnorm_variant *v, clnorm_result *stored) {
-  return stored_result(se, v, stored) && !refusal_lifted(se, stored);
-}
-
 double evaluate(search *se, size_t i) {
   candidate *c = &se->c[i];
   if (c->evaluated)
@@ -115,7 +109,7 @@ double evaluate(search *se, size_t i) {
   result_key(se, &c->v, &r);
   char err[1024];
   clnorm_result stored;
-  if (stored_current(se, &c->v, &stored)) {
+  if (stored_result(se, &c->v, &stored)) {
     c->median = stored.outcome == CLNORM_OUTCOME_OK ? stored.median_s : INFINITY;
   } else {
     errors e;
@@ -195,7 +189,7 @@ void prebuild_all(search *se, const clnorm_call *call) {
   size_t m = 0;
   for (size_t i = 0; i < se->n; i++) {
     clnorm_result stored;
-    if (!stored_current(se, &se->c[i].v, &stored))
+    if (!stored_result(se, &se->c[i].v, &stored))
       v[m++] = se->c[i].v;
   }
   build_all(se->s->ctx, call, 0, v, m, NULL);
@@ -217,37 +211,23 @@ static int find_ab_of_shape(void *user, const clnorm_ab *ab) {
 
 int read_back_completed(search *se, size_t limit) {
   char err[256];
-  clnorm_ab key;
-  memset(&key, 0, sizeof key);
-  key.op = se->sh->op;
-  key.dtype = se->sh->dtype;
-  key.cols = se->sh->cols;
-  key.rows = se->sh->rows;
-  key.row_class = clnorm__row_class(se->sh->rows);
-  ab_find f = {&key, key, 0};
-  if (clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hashes, find_ab_of_shape, &f, err,
-                         sizeof err) != CLNORM_OK ||
-      !f.hit)
-    return 0;
   size_t *stored_at = malloc((se->n ? se->n : 1) * sizeof *stored_at), count = 0;
-  if (!stored_at)
-    die(1, "out of memory");
   clnorm_result *refusals = malloc((se->n ? se->n : 1) * sizeof *refusals);
-  if (!refusals)
+  if (!stored_at || !refusals)
     die(1, "out of memory");
   size_t lifted = 0;
   for (size_t i = 0; i < se->n; i++) {
     clnorm_result stored;
-    if (stored_result(se, &se->c[i].v, &stored)) {
+    if (!stored_result(se, &se->c[i].v, &stored))
+      continue;
+    if (refusal_lifted(se, &stored))
+      refusals[lifted++] = stored;
+    else
       stored_at[count++] = i;
-      if (refusal_lifted(se, &stored))
-        refusals[lifted++] = stored;
-    }
   }
-  /* A refusal lifted since (refusal_lifted): the shape is searched again, its candidates stored
-   * read back and those measured. The lifted refusals are forgotten first: a candidate the
-   * search does not reach is then unmeasured, as in any search, not a refusal that would send
-   * every later run into the shape again. */
+  /* A refusal lifted since (refusal_lifted) is forgotten before any search of the shape: the
+   * candidate is then unmeasured, measured where the search reaches it, and one the search does
+   * not reach cannot send every later run into the shape again; a shape with any is searched. */
   if (lifted) {
     fprintf(stderr,
             "%snormtune: %s %s %zu x %zu: %zu candidates stored as unsupported run now: the "
@@ -262,8 +242,19 @@ int read_back_completed(search *se, size_t limit) {
           err);
   }
   free(refusals);
+  clnorm_ab key;
+  memset(&key, 0, sizeof key);
+  key.op = se->sh->op;
+  key.dtype = se->sh->dtype;
+  key.cols = se->sh->cols;
+  key.rows = se->sh->rows;
+  key.row_class = clnorm__row_class(se->sh->rows);
+  ab_find f = {&key, key, 0};
   /* fewer than this search evaluates: a larger --fraction than the run that finished it */
-  const int completed = count >= limit && lifted == 0;
+  const int completed = lifted == 0 && count >= limit &&
+                        clnorm__db_list_ab(se->db, &se->s->identity, &se->s->hashes,
+                                           find_ab_of_shape, &f, err, sizeof err) == CLNORM_OK &&
+                        f.hit;
   for (size_t k = 0; completed && k < count; k++)
     evaluate(se, stored_at[k]); /* read back: nothing is measured */
   free(stored_at);
