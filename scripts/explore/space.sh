@@ -5,12 +5,13 @@
 #   space_tune OUT_DB SECS OP:DTYPE:ROWSxCOLS...   # normtune tune --strategy exhaustive, each cut
 #                                                  # at SECS; log beside OUT_DB
 #   space_show OUT_DB                   # normtune show into OUT_DB's .txt, the database gzipped
+root=${root:-$PWD} # gpu_build's source tree
 # shellcheck disable=SC1091
 source .device-kit/setup.sh
 # shellcheck source=scripts/gpu_build.sh
 source scripts/gpu_build.sh
-gpu_build "$PWD/build-bench" normtune >/dev/null 2>&1 || { echo "build failed"; exit 1; }
-nt=$PWD/build-bench/normtune
+gpu_build "$root/build-bench" normtune >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+nt=$root/build-bench/normtune
 export CLNORM_NO_BINARY_CACHE=0
 
 space_build() {
