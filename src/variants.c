@@ -328,14 +328,16 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
       if (v.wg < 256 && 256 <= max_wg)
         v.wg = 256;
     }
-    /* NVIDIA, LayerNorm's backward in 16 bits of a row not held (more than 32 elements a
-     * work-item at the widest group): vectors of 4, not 8. Every variant timed on the H200
-     * (normtune tune --strategy exhaustive, float16 256 x 65536, docs/wip/issue21/s46-call1):
-     * 256 x 256 x 4 1.29x and 1.36x the 256 x 256 x 8 at 128 and 256 rows. Through the
-     * dispatcher against the tree before (patch_ab.sh, 3 rounds of it, 1 of this, the call's time
-     * ran out; docs/wip/issue21/s46-call4): 64 to 4096 rows of 49152 to 131072 columns 1.17-1.57x,
-     * the split 16 x 4194304 1.20-1.23x, both dtypes; RMSNorm's (untouched) 1.00x. */
-    if (info->is_nvidia && call->op == CLNORM_OP_LAYERNORM_BWD && call->dtype != CLNORM_F32 &&
+    /* NVIDIA, the backward in 16 bits of a row not held (more than 32 elements a work-item at
+     * the widest group): vectors of 4, not 8. Every variant timed on the H200 (normtune tune
+     * --strategy exhaustive, float16 256 x 65536, docs/wip/issue21/s46-call1 and s47-call1):
+     * 256 x 256 x 4 1.29x and 1.36x the 256 x 256 x 8 at 128 and 256 rows for LayerNorm, 1.35x
+     * for RMSNorm. Through the dispatcher against the tree before (patch_ab.sh): LayerNorm 64 to
+     * 4096 rows of 49152 to 131072 columns 1.17-1.57x, the split 16 x 4194304 1.20-1.23x, both
+     * dtypes (3 rounds of the base, 1 of this, docs/wip/issue21/s46-call4); RMSNorm 64 to 1024
+     * rows of the same 1.08-1.58x, geometric mean 1.38x, LayerNorm's (then untouched) 1.00x (2
+     * rounds, docs/wip/issue21/s47-call4). */
+    if (info->is_nvidia && clnorm__op_backward(call->op) && call->dtype != CLNORM_F32 &&
         v.hold == 0 && v.vec == 8)
       v.vec = 4;
     v.stats = v.hold ? CLNORM_STATS_TWOPASS : CLNORM_STATS_WELFORD;

@@ -143,10 +143,11 @@ int main(void) {
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 4096, 256, 4, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 8192, 256, 8, 4);
     expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 1024, 64, 2, 8);
-    /* a row not held (more than 32 elements a work-item at 1024): LayerNorm's in vectors of 4 */
+    /* a row not held (more than 32 elements a work-item at 1024): vectors of 4 */
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 65536, 256, 0, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 49152, 256, 0, 4);
-    expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 65536, 256, 0, 8);
+    expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 65536, 256, 0, 4);
+    expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 49152, 256, 0, 4);
   }
   expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 1024, 64, 4, 4);
   {
