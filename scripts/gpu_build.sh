@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the GPU-machine scripts (bench_gpu.sh, tune_gpu.sh, env_sweep.sh, gpu_explore.sh):
+# Sourced by the GPU-machine scripts (bench_gpu.sh, tune_gpu.sh, env_sweep.sh, gpu_explore.sh,
+# explore/space.sh):
 #   gpu_build DIR TARGET...    a Release build of the targets in DIR (tests off; TESTS=ON: on,
 #                              for test targets), configured once; prints the build's output and
 #                              returns 1 when it fails, silent when it succeeds.
@@ -13,4 +14,23 @@ gpu_build() {
     echo "gpu_build: building $* in $dir failed" >&2
     return 1
   fi
+}
+
+# gpu_build_parts NORMTUNE PROCS SECONDS OPTION...: `NORMTUNE build OPTION... --part I/PROCS
+# --quiet` in PROCS processes at once (NVIDIA's compiler runs one program at a time per process,
+# docs/DEVICES.md), each sent SIGINT after SECONDS (what it built is kept and counted, exit status
+# 130); their output printed in part order, a part's exit status other than 0 said on stderr.
+gpu_build_parts() {
+  local nt=$1 procs=$2 limit=$3 logs i pids=()
+  shift 3
+  logs=$(mktemp -d)
+  for i in $(seq 1 "$procs"); do
+    timeout -s INT -k 30 "$limit" "$nt" build "$@" --part "$i/$procs" --quiet >"$logs/$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || echo "== build: part $((i + 1))/$procs exited with status $?" >&2
+  done
+  for i in $(seq 1 "$procs"); do cat "$logs/$i.txt"; done
+  rm -rf "$logs"
 }

@@ -114,19 +114,11 @@ fi
 if [ -n "${BUILD:-}" ] && [ "$build_limit" -le 0 ]; then
   echo "== build $BUILD: skipped, CALL_LIMIT leaves no time" >&2
 elif [ -n "${BUILD:-}" ]; then
-  procs=${BUILD_PROCS:-8} start=$SECONDS pids=()
-  for i in $(seq 1 "$procs"); do
-    # shellcheck disable=SC2086 # BUILD is a list of options
-    timeout -s INT -k 30 "$build_limit" "$normtune" build --device "$device" $BUILD --part "$i/$procs" \
-      --quiet >"$out/build-$i.txt" 2>&1 &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do
-    wait "$pid" || echo "== build: a part exited with status $?" >&2
-  done
+  procs=${BUILD_PROCS:-8} start=$SECONDS
+  # shellcheck disable=SC2086 # BUILD is a list of options
+  built=$(gpu_build_parts "$normtune" "$procs" "$build_limit" --device "$device" $BUILD)
   echo "== build $BUILD: $procs processes in $((SECONDS - start)) s" >&2
-  cat "$out"/build-*.txt >&2
-  rm -f "$out"/build-*.txt
+  echo "$built" >&2
 fi
 start=$SECONDS
 rc=0

@@ -320,8 +320,9 @@ int search_load(search *se);
 size_t find_candidate(const search *se, const clnorm_variant *v);
 unsigned differences(const clnorm_variant *a, const clnorm_variant *b);
 void prebuild_all(search *se, const clnorm_call *call);
-/* First forgets the shape's stored refusals of variants the library runs now (docs/TUNING.md,
- * "When to tune"), which evaluate() and prebuild_all() then treat as unmeasured. Then: a shape an
+/* Where a shape's search resumes from what the database holds. First forgets the shape's stored
+ * refusals of variants the library runs now (docs/TUNING.md, "When to tune"), which evaluate()
+ * and prebuild_all() then treat as unmeasured. Then: a shape an
  * earlier run completed (its A/B against the heuristic at these rows is stored) with
  * at least `limit` candidates stored (the search's evaluations: --fraction's share, or every
  * candidate for exhaustive): every candidate the database holds is read back (evaluated, nothing
@@ -331,7 +332,7 @@ void prebuild_all(search *se, const clnorm_call *call);
  * measured 9,601 new results of the 76 shapes the call before had finished). 0 otherwise: no
  * such A/B, fewer candidates stored than this search evaluates (a larger --fraction, or
  * exhaustive after anneal), or a refusal just forgotten, which then searches it. */
-int read_back_completed(search *se, size_t limit);
+int resume_shape(search *se, size_t limit);
 /* The strategies, picked by name (--strategy): each starts from the heuristic's variant when it
  * is a candidate (start < n), so the cut-short threshold is meaningful from the first
  * evaluation, and evaluates `limit` candidates at most (exhaustive: all of them).

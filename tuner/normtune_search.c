@@ -209,7 +209,7 @@ static int find_ab_of_shape(void *user, const clnorm_ab *ab) {
   return f->hit;
 }
 
-int read_back_completed(search *se, size_t limit) {
+int resume_shape(search *se, size_t limit) {
   char err[256];
   size_t *stored_at = malloc((se->n ? se->n : 1) * sizeof *stored_at), count = 0;
   clnorm_result *refusals = malloc((se->n ? se->n : 1) * sizeof *refusals);

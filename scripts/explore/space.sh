@@ -15,11 +15,7 @@ nt=$root/build-bench/normtune
 export CLNORM_NO_BINARY_CACHE=0
 
 space_build() {
-  for i in 1 2 3 4 5 6 7 8; do
-    timeout 60 "$nt" build --device NVIDIA --ops "$1" --dtypes "$2" --cols "$3" --part $i/8 \
-      --quiet >/dev/null 2>&1 &
-  done
-  wait
+  gpu_build_parts "$nt" 8 60 --device NVIDIA --ops "$1" --dtypes "$2" --cols "$3" >/dev/null
 }
 
 space_tune() {
