@@ -16,10 +16,8 @@ echo "ptx_audit rc=$?"
 cp "$out/ptx/audit.md" "$out/" 2>/dev/null && rm -rf "$out/ptx" build-bench
 patch -R -p1 <"$patch_file" >/dev/null || { echo "call2: the patch does not reverse"; exit 1; }
 grep -E "strip|spill" "$out/audit.md" | head -20
-OUT=$out/ab ROUNDS=${ROUNDS:-2} timeout "${AB_LIMIT:-360}" bash scripts/explore/session45/patch_ab.sh \
+# patch_ab.sh leaves ab.md and all.tar.gz in $OUT and prints ab.md
+ROUNDS=${ROUNDS:-2} timeout "${AB_LIMIT:-360}" bash scripts/explore/session45/patch_ab.sh \
   "$patch_file" --grid 2048x32768,1024x32768,4096x16384,256x65536 \
   --ops layernorm_bwd,rmsnorm_bwd --dtypes f16,bf16,f32
 echo "A/B rc=$?"
-mv "$out"/ab/ab.md "$out"/ab/all.tar.gz "$out/" 2>/dev/null
-rm -rf "$out/ab"
-tail -30 "$out/ab.md" 2>/dev/null

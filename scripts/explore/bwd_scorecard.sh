@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One GPU call (carry .device-kit), issue 21, about 2 minutes warm: the backward scorecard of
-# docs/PERFORMANCE.md (its command: bench_gpu.sh, clnorm and the PyTorch peer) with RMSNorm's
-# 16-bit rows not held in vectors of 4 (133b505). Files in $OUT: compare.md, scorecard.tar.gz.
+# One GPU call (carry .device-kit), issue 21, about 2 minutes warm, or the first part of one: the
+# backward scorecard of docs/PERFORMANCE.md (its command: bench_gpu.sh, clnorm and the PyTorch
+# peer). Files in $OUT: compare.md, scorecard.tar.gz (the run's files).
 set -uo pipefail
 out=${OUT:?}
 mkdir -p "$out/scorecard"
