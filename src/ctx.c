@@ -111,6 +111,8 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->raw16 = env_switch("CLNORM_RAW16", info->is_nvidia);
   info->reqd_wg = env_switch("CLNORM_REQD_WG", info->is_nvidia);
   info->bwd_prefetch = info->ptx_sm && env_switch("CLNORM_BWD_PREFETCH", 0);
+  const int strip = env_switch("CLNORM_BWD_STRIP", -1);
+  info->bwd_strip = strip == 1 ? 1 : strip == 0 ? -1 : 0;
   info->bwd_groups_per_cu = env_count("CLNORM_BWD_GROUPS_PER_CU");
   const char *rvec = getenv("CLNORM_REDUCE_VEC");
   info->reduce_vec = rvec && strcmp(rvec, "1") == 0     ? 1

@@ -69,6 +69,9 @@ typedef struct clnorm_device_info {
    * platform (inline PTX), off unless CLNORM_BWD_PREFETCH=1: on the H200 it won on some shapes and
    * lost on others (docs/PERFORMANCE.md, "Tried and not kept"). */
   int bwd_prefetch;
+  /* CLNORM_BWD_STRIP: the backward's column strips for wide rows (clnorm__bwd_strip_ranges): 1
+   * on (=1), -1 off (=0), 0 (unset) where the rule has them (NVIDIA's wide rows) */
+  int bwd_strip;
   /* Build with -w: PoCL's clang prints "N warnings generated." to the process's stderr for every
    * program, the warnings being -Wpsabi notes on float16 arguments of inline functions where the
    * target has no AVX-512 (harmless: everything is inlined), and PoCL rejects -Wno-psabi
@@ -111,7 +114,8 @@ typedef struct clnorm_program {
   clnorm_status status;
   char *log; /* build log or the reason the variant cannot run here */
   size_t kernel_wg;
-  int split; /* the split-row kernels (cl/split.cl; the end of cl/backward.cl for backward ops) */
+  int split; /* the split-row kernels (cl/split.cl; the end of cl/backward.cl for backward ops);
+              * 2: the backward's column strips (cl/strip.cl) */
   cl_kernel *free_kernels[2]; /* per kernel of the program: the op's, the reduction's */
   size_t free_count[2], free_cap[2];
   struct clnorm_program *next;
@@ -358,6 +362,11 @@ size_t clnorm__groups_per_cu(unsigned wg);
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v);
 size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols);
+/* The row ranges of a backward call that takes the column strips (cl/strip.cl), 0 where it does
+ * not: wide rows (CLNORM_BWD_STRIP_MIN_COLS, src/variants.c says which), one row a group. */
+#define CLNORM_BWD_STRIP_MIN_COLS 16384
+unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_call *call,
+                                  const clnorm_variant *v);
 uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_variant *v);
 
 /* tuned.c: the tuned, system and built-in tables. _tuning_load: the user's database (path NULL:
@@ -462,5 +471,7 @@ extern const char clnorm__src_backward[];
 extern const size_t clnorm__src_backward_len;
 extern const char clnorm__src_split[];
 extern const size_t clnorm__src_split_len;
+extern const char clnorm__src_strip[];
+extern const size_t clnorm__src_strip_len;
 
 #endif

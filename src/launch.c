@@ -395,11 +395,122 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   return st;
 }
 
+/* The bwd_reduce arguments (the main backward program's second kernel) over `parts` partial
+ * rows in `partial`. */
+static cl_int reduce_args(cl_kernel k, const clnorm_call *call, const cl_mem *partial,
+                          cl_uint parts) {
+  const cl_uint cols = (cl_uint)call->cols, flags = call_flags(call);
+  cl_uint i = 0;
+  cl_int err = arg_mem(k, &i, partial);
+  err |= clSetKernelArg(k, i++, sizeof parts, &parts);
+  err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+  err |= arg_mem(k, &i, &call->dgamma);
+  err |= arg_mem(k, &i, &call->dbeta);
+  return err | clSetKernelArg(k, i++, sizeof flags, &flags);
+}
+
+/* bwd_reduce's grid (enqueue_backward has why). */
+static void reduce_grid(const clnorm_ctx *ctx, const clnorm_call *call, size_t *global,
+                        size_t *local) {
+  const size_t rvec = ctx->info.reduce_vec;
+  size_t items = call->cols / rvec > 0 ? call->cols / rvec : 1;
+  *local = ctx->info.reduce_local;
+  if (rvec == 1)
+    items = (call->cols + 7) / 8 * *local;
+  *global = ctx->info.fixed_grid
+                ? *local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
+                : (items + *local - 1) / *local * *local;
+}
+
+/* A backward call in column strips (cl/strip.cl): strip_sums writes each row's two sums, bwd_strip
+ * dx and the weight partial rows of `ranges` row ranges, then (with weight gradients) the main
+ * program's bwd_reduce adds those, all in one scratch buffer of the call's own. *event completes
+ * when the last kernel has. */
+static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
+                                       const clnorm_call *call, const clnorm_variant *v,
+                                       clnorm_program *prog, clnorm_program *strip_prog,
+                                       unsigned ranges, cl_uint num_wait, const cl_event *wait_list,
+                                       cl_event *event, clnorm_attempt *a) {
+  const int want_w = call->dgamma || call->dbeta;
+  const size_t bytes = sizeof(float) * 2 * ((size_t)ranges * call->cols + call->rows);
+  cl_int err;
+  two_pass t;
+  clnorm_status st = two_pass_begin(ctx, strip_prog, queue, call, bytes, &t);
+  cl_kernel reduce_k = NULL;
+  cl_event strip_done = NULL;
+  if (st == CLNORM_OK && want_w)
+    st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
+  if (st == CLNORM_OK)
+    st = clnorm__set_args(ctx, t.first, call, t.partial, ranges, NULL);
+  if (st == CLNORM_OK)
+    st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, NULL);
+  if (st == CLNORM_OK && want_w && reduce_args(reduce_k, call, &t.partial, ranges) != CL_SUCCESS)
+    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
+  const size_t local = v->wg;
+  const size_t fixed = device_groups(ctx, v);
+  if (st == CLNORM_OK) {
+    const size_t global = (ctx->info.fixed_grid ? fixed : call->rows) * v->wg;
+    err =
+        launch(ctx, strip_prog, queue, t.first, global, &local, num_wait, wait_list, &t.first_done);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "strip_sums", strip_prog, global, local);
+  }
+  if (st == CLNORM_OK) {
+    const size_t units = clnorm__bwd_tiles(v, call->cols) * ranges;
+    const size_t global = (ctx->info.fixed_grid ? fixed : units) * v->wg;
+    err = launch(ctx, strip_prog, queue, t.second, global, &local, 1, &t.first_done,
+                 want_w ? &strip_done : event);
+    if (err != CL_SUCCESS)
+      st = launch_failed(ctx, a, err, "bwd_strip", strip_prog, global, local);
+  }
+  if (st == CLNORM_OK && want_w) {
+    size_t rglobal, rlocal;
+    reduce_grid(ctx, call, &rglobal, &rlocal);
+    err = launch(ctx, prog, queue, reduce_k, rglobal, rlocal <= ctx->info.max_wg ? &rlocal : NULL,
+                 1, &strip_done, event);
+    if (err != CL_SUCCESS) {
+      st = launch_failed(ctx, a, err, "bwd_reduce", prog, rglobal, rlocal);
+      a->enqueued = strip_done; /* it writes dx: a retry waits for it */
+      strip_done = NULL;
+    }
+  }
+  if (st == CLNORM_OK && a->want_first && clRetainEvent(t.first_done) == CL_SUCCESS)
+    a->first = t.first_done;
+  if (strip_done)
+    clReleaseEvent(strip_done);
+  if (reduce_k)
+    clnorm__kernel_give(ctx, prog, 1, reduce_k);
+  two_pass_release(ctx, strip_prog, &t);
+  return st;
+}
+
 /* Enqueues the call with the chosen variant. A launch failure is described in *a. */
 clnorm_status clnorm__enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                               const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
                               const cl_event *wait_list, cl_event *event, clnorm_attempt *a) {
-  const unsigned splits = clnorm__split_count(&ctx->info, call, v);
+  const unsigned ranges = clnorm__bwd_strip_ranges(&ctx->info, call, v);
+  if (ranges > 0) {
+    clnorm_program *strip_prog;
+    clnorm_status sst = clnorm__program_get(ctx, call->op, call->dtype, v, 2, &strip_prog);
+    cl_int err;
+    if (sst == CLNORM_OK && clnorm__unusable_find(ctx, call, strip_prog->key, &err))
+      sst = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
+                         "they failed at launch earlier with %s (%d) in this row class",
+                         clnorm__cl_error_name(err), (int)err);
+    if (sst == CLNORM_OK) {
+      sst = enqueue_bwd_strip(ctx, queue, call, v, prog, strip_prog, ranges, num_wait, wait_list,
+                              event, a);
+      if (sst != CLNORM_E_NO_MEMORY)
+        return sst;
+      a->err = CL_SUCCESS;
+    } else if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD) {
+      return sst;
+    }
+    clnorm__log(CLNORM_LOG_WARN, "column-strip kernels unavailable, rows run whole: %s",
+                clnorm_ctx_errmsg(ctx));
+    clnorm__clear_error(ctx);
+  }
+  const unsigned splits = ranges > 0 ? 1 : clnorm__split_count(&ctx->info, call, v);
   if (splits > 1) {
     clnorm_program *split_prog;
     clnorm_status sst = clnorm__program_get(ctx, call->op, call->dtype, v, 1, &split_prog);

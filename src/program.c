@@ -10,8 +10,11 @@
 #include <string.h>
 
 /* The program's kernels: the op's own, and for backward ops the weight-gradient reduction; the
- * split-row programs' two kernels (cl/split.cl, and the end of cl/backward.cl). */
+ * split-row programs' two kernels (cl/split.cl, and the end of cl/backward.cl); the backward's
+ * column-strip program's two (split 2: cl/strip.cl). */
 static const char *kernel_name(clnorm_op op, int split, int which) {
+  if (split == 2)
+    return which == 0 ? "strip_sums" : "bwd_strip";
   if (split && clnorm__op_backward(op))
     return which == 0 ? "bwd_sums" : "bwd_split";
   if (split)
@@ -210,17 +213,20 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
   const size_t op_len = clnorm__op_backward(op) ? clnorm__src_backward_len
                         : p->split              ? clnorm__src_split_len
                                                 : clnorm__src_forward_len;
-  const char *sources[] = {clnorm__src_common, "\n", op_src};
-  const size_t lengths[] = {clnorm__src_common_len, 1, op_len};
+  /* the strip program: cl/strip.cl after cl/backward.cl, whose macros it uses */
+  const char *sources[] = {clnorm__src_common, "\n", op_src, "\n", clnorm__src_strip};
+  const size_t lengths[] = {clnorm__src_common_len, 1, op_len, 1, clnorm__src_strip_len};
+  const cl_uint source_count = p->split == 2 ? 5 : 3;
   char text[512];
   cl_int err = CL_SUCCESS;
   /* A binary built by an earlier context or process skips the compiler (src/bincache.c). */
   const char *kernels[] = {kernel_name(op, p->split, 0), kernel_name(op, p->split, 1)};
   const size_t kernel_count = p->split || clnorm__op_backward(op) ? 2 : 1;
-  p->program = clnorm__bincache_load(ctx, sources, lengths, 3, p->options, kernels, kernel_count);
+  p->program =
+      clnorm__bincache_load(ctx, sources, lengths, source_count, p->options, kernels, kernel_count);
   const int cached = p->program != NULL;
   if (!cached)
-    p->program = clCreateProgramWithSource(ctx->context, 3, sources, lengths, &err);
+    p->program = clCreateProgramWithSource(ctx->context, source_count, sources, lengths, &err);
   if (err != CL_SUCCESS) {
     snprintf(text, sizeof text, "clCreateProgramWithSource failed: %s", clnorm__cl_error_name(err));
     p->status = CLNORM_E_OPENCL;
@@ -246,7 +252,7 @@ static void build(clnorm_ctx *ctx, clnorm_op op, clnorm_program *p, const clnorm
     return;
   }
   if (!cached)
-    clnorm__bincache_store(ctx, sources, lengths, 3, p->options, p->program);
+    clnorm__bincache_store(ctx, sources, lengths, source_count, p->options, p->program);
   cl_kernel kernel = clCreateKernel(p->program, kernel_name(op, p->split, 0), &err);
   if (err == CL_SUCCESS)
     err = kernel_wg(ctx, kernel, &p->kernel_wg);
@@ -287,7 +293,7 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
     normalized.stats = CLNORM_STATS_WELFORD;
   }
   const clnorm_variant *v = &normalized;
-  const uint64_t key = clnorm__variant_key(op, dtype, v) | (split ? 1ull << 40 : 0);
+  const uint64_t key = clnorm__variant_key(op, dtype, v) | (uint64_t)split << 40;
   clnorm__mutex_lock(&ctx->lock);
   clnorm_program *p = find(ctx, key);
   if (!p) {

@@ -418,6 +418,39 @@ size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
   return (nvec + per_tile - 1) / per_tile + (nvec * v->vec < cols ? 1 : 0);
 }
 
+/* Column strips (cl/strip.cl): the rows' sums, then dx and the weight-gradient partials a strip
+ * of columns of a range of rows at a time. Enough strips-of-a-range units to fill the device (its
+ * compute units times clnorm__groups_per_cu), the strips being clnorm__bwd_tiles; at most one range
+ * a row. Taken before the split rows, which they replace for those calls.
+ * Where: info->bwd_strip 1 (CLNORM_BWD_STRIP=1), every backward call of at least
+ * CLNORM_BWD_STRIP_MIN_COLS columns; -1 (=0), none; 0 (unset), NVIDIA's backward of more than
+ * CLNORM_BWD_STRIP_MIN_COLS columns in at least CLNORM_BWD_STRIP_MIN_ROWS rows. There a work-item's
+ * sums stay bounded however long the row, where the whole-row kernel held 16-bit rows of 20480 to
+ * 32768 columns at 1024 work-items and spilled (948 bytes at 2048 x 32768 bfloat16, ptxas -v), and
+ * the not-held rows added each row into partial rows in memory. H200, the strips against the tree
+ * without them, patch_ab.sh, 2 rounds (docs/wip/issue21/s48): 512 to 4096 rows of 20480 to 65536
+ * columns, both ops, every dtype, 1.10-3.29x (LayerNorm 16-bit 2.59-3.29x at 20480-32768 columns,
+ * 1.18-1.47x at 65536; float32 1.10-2.21x; RMSNorm 16-bit 1.15-1.55x); but 4096 x 16384 0.51-1.19x
+ * (held at 512 work-items, no spill), 256 x 65536 0.83-1.02x, 128 x 131072 0.49-0.76x, 64 x 32768
+ * 0.79-1.54x (few rows: the split rows fill the device better). */
+#define CLNORM_BWD_STRIP_MIN_ROWS 512
+unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_call *call,
+                                  const clnorm_variant *v) {
+  const int on = info->bwd_strip == 1    ? call->cols >= CLNORM_BWD_STRIP_MIN_COLS
+                 : info->bwd_strip == -1 ? 0
+                                         : info->is_nvidia && !(info->type & CL_DEVICE_TYPE_CPU) &&
+                                               call->cols > CLNORM_BWD_STRIP_MIN_COLS &&
+                                               call->rows >= CLNORM_BWD_STRIP_MIN_ROWS;
+  if (!on || !clnorm__op_backward(call->op) || v->tpr != v->wg || call->rows == 0)
+    return 0;
+  const size_t fill =
+      (size_t)(info->compute_units ? info->compute_units : 1) * clnorm__groups_per_cu(v->wg);
+  const size_t strips = clnorm__bwd_tiles(v, call->cols);
+  size_t ranges = (fill + strips - 1) / strips;
+  ranges = ranges < call->rows ? ranges : call->rows;
+  return ranges < 1 ? 1 : ranges > 65536 ? 65536 : (unsigned)ranges;
+}
+
 /* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
 unsigned clnorm__row_class(size_t rows) {
   return rows <= 16 ? 0 : rows <= 256 ? 1 : rows <= 4096 ? 2 : 3;

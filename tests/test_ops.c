@@ -1,6 +1,6 @@
 /* Every op in every storage type against the float64 reference (verify/ref.c), through the
  * public entry points (the dispatcher) and through one forced variant of each family (family()
- * as in test_numerics.c). Usage: test_ops forward|add|backward|store.
+ * as in test_numerics.c). Usage: test_ops forward|add|backward|strips|store.
  * Measures (<= 1 passes; M = the row's max |ref|, or for dgamma/dbeta the max |ref| over cols):
  *   f32 y, sum-free forward: |y - ref| <= 1e-5 * M (as test_numerics)
  *   f32 dx:                  |dx - ref| <= 1e-4 * max(M, rstd * max |gamma * dy|) of the row:
@@ -672,6 +672,53 @@ static void split_row_lanes(void) {
   printf("  split row lanes: %zu forced runs\n", runs);
 }
 
+/* The backward's column strips (cl/strip.cl, CLNORM_BWD_STRIP): switched on for these calls
+ * only (on for all of them where the environment has it), through the dispatcher's variant and
+ * forced ones (a GPU's 256 and 128 work-items with row lanes, a CPU's one work-item), on shapes
+ * with a partial last strip, a tail of columns past the last whole vector, row ranges of unequal
+ * length and the weight gradients absent; each checked to take the strip path. */
+static void strip_path(void) {
+  static const clnorm_variant vars[] = {{256, 256, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+                                        {128, 128, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+                                        {1, 1, 16, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}};
+  static const size_t shapes[][2] = {{37, 16387}, {3, 16384}, {70, 20000}};
+  const layout dense = {0, 0, 0, 0}, strided = {5, 20007, 0, 0}, in_place = {0, 0, 1, 0};
+  const layout no_w = {0, 0, 0, NO_DGAMMA | NO_DBETA}, no_b = {0, 0, 0, NO_DBETA};
+  /* and the row ranges of a GPU of 132 compute units (clnorm__bwd_strip_ranges): several a call,
+   * some empty, where this device's few would give one */
+  const int was = h.ctx->info.bwd_strip;
+  const cl_uint units = h.ctx->info.compute_units;
+  h.ctx->info.bwd_strip = 1;
+  h.ctx->info.compute_units = 132;
+  size_t runs = 0;
+  for (int o = CLNORM_OP_LAYERNORM_BWD; o <= CLNORM_OP_RMSNORM_BWD; o++)
+    for (int d = 0; d <= 2; d++)
+      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        clnorm_call call = {0};
+        call.op = (clnorm_op)o;
+        call.dtype = (clnorm_dtype)d;
+        call.rows = shapes[s][0];
+        call.cols = shapes[s][1];
+        const layout *l = s == 0 ? &dense : s == 1 ? (d == 1 ? &no_w : &in_place) : &strided;
+        if (s == 2 && d == 0)
+          l = &no_b;
+        if (run((clnorm_op)o, (clnorm_dtype)d, call.rows, call.cols, l, NULL, -1, "strips"))
+          runs++;
+        for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
+          if (vars[v].wg > h.ctx->info.max_wg)
+            continue;
+          if (clnorm__bwd_strip_ranges(&h.ctx->info, &call, &vars[v]) < 2)
+            harness_fail("strip_path: %zux%zu wg=%u takes no strips or one row range", call.rows,
+                         call.cols, vars[v].wg);
+          runs += (size_t)run((clnorm_op)o, (clnorm_dtype)d, call.rows, call.cols,
+                              v == 0 ? l : &dense, &vars[v], -1, "strips");
+        }
+      }
+  h.ctx->info.bwd_strip = was;
+  h.ctx->info.compute_units = units;
+  printf("  column strips: %zu runs\n", runs);
+}
+
 /* The backward pass twice on the same inputs: the same bits of dx, dgamma, dbeta. */
 static void determinism(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols) {
   const size_t es = clnorm_ref_dtype_size(dtype), n = rows * cols;
@@ -1196,6 +1243,8 @@ int main(int argc, char **argv) {
       sweep(CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d);
     }
     split_row_lanes();
+  } else if (strcmp(part, "strips") == 0) {
+    strip_path();
   } else {
     conversions();
     for (int o = 4; o <= 5; o++) {

@@ -30,6 +30,15 @@ static unsigned splits(const clnorm_device_info *info, clnorm_op op, clnorm_dtyp
   return clnorm__split_count(info, &call, &v);
 }
 
+/* The row ranges of the column strips the heuristic's variant takes (0: none). */
+static unsigned strips(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t rows,
+                       size_t cols) {
+  const clnorm_call call = {.op = op, .dtype = dt, .rows = rows, .cols = cols};
+  clnorm_variant v;
+  clnorm__heuristic(info, &call, &v);
+  return clnorm__bwd_strip_ranges(info, &call, &v);
+}
+
 /* The heuristic's variant of a 4096 x `cols` call holds its row as `hold` vectors of `vec` in
  * each of `tpr` work-items. */
 static void expect_held(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t cols,
@@ -156,6 +165,41 @@ int main(void) {
     clnorm_variant v;
     clnorm__heuristic(&gpu, &c, &v);
     EXPECT(v.wg == 256, "GPU layernorm_bwd f16 4096 x 1024: wg %u, want 256", v.wg);
+  }
+  /* NVIDIA's backward of more than 16384 columns in 512 rows or more takes the column strips
+   * (clnorm__bwd_strip_ranges: 1.10-3.29x there on the H200); fewer rows, rows of 16384 columns, a
+   * CPU, another GPU or CLNORM_BWD_STRIP=0 do not. */
+  for (int d = 0; d < 3; d++)
+    for (int op = CLNORM_OP_LAYERNORM_BWD; op <= CLNORM_OP_RMSNORM_BWD; op++) {
+      const char *name = clnorm_op_name((clnorm_op)op);
+      EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 1024, 32768) > 1,
+             "GPU %s dtype %d 1024 x 32768: no column strips", name, d);
+      EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 512, 20480) > 1,
+             "GPU %s dtype %d 512 x 20480: no column strips", name, d);
+      EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 4096, 65536) > 0,
+             "GPU %s dtype %d 4096 x 65536: no column strips", name, d);
+      EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 4096, 16384) == 0,
+             "GPU %s dtype %d 4096 x 16384: column strips", name, d);
+      EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 256, 65536) == 0,
+             "GPU %s dtype %d 256 x 65536: column strips", name, d);
+    }
+  gpu.bwd_strip = -1; /* CLNORM_BWD_STRIP=0 */
+  EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 1024, 32768) == 0,
+         "GPU, CLNORM_BWD_STRIP=0: column strips");
+  gpu.bwd_strip = 1; /* CLNORM_BWD_STRIP=1: every backward row of 16384 columns or more */
+  EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 64, 16384) > 0,
+         "GPU, CLNORM_BWD_STRIP=1, 64 x 16384: no column strips");
+  EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F16, 1024, 32768) == 0,
+         "GPU, CLNORM_BWD_STRIP=1: a forward op in column strips");
+  gpu.bwd_strip = 0;
+  gpu.is_nvidia = 0;
+  EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 1024, 32768) == 0,
+         "another GPU: column strips (measured on NVIDIA's only)");
+  gpu.is_nvidia = 1;
+  {
+    const clnorm_device_info cpu16 = fake_cpu(16);
+    EXPECT(strips(&cpu16, CLNORM_OP_LAYERNORM_BWD, CLNORM_F32, 4096, 32768) == 0,
+           "CPU: column strips");
   }
   gpu.reqd_wg = 0; /* elsewhere: at most 256 */
   expect_held(&gpu, CLNORM_OP_LAYERNORM, CLNORM_F16, 65536, 256, 0, 8);

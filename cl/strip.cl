@@ -1,0 +1,181 @@
+/* Column strips of the backward pass (the strip program: cl/common.cl, cl/backward.cl and this
+ * file, SPLIT == 2; src/launch.c enqueue_bwd_strip), for wide rows: norm_bwd keeps 2 x cols / TPR
+ * floats of weight-gradient sums a work-item (64 at 32768 columns and 512 work-items: NVIDIA's
+ * program spills), these keep 2 x TILE x VEC, whatever the row length.
+ *
+ * `partial` holds the weight partial rows first (dgamma's `ranges` rows, then dbeta's, as
+ * norm_bwd's for bwd_reduce, which adds them with parts = ranges), then the rows' two sums
+ * (2 floats a row).
+ * strip_sums: a group a row (TPR == WG), its sums s1 = sum(g * xhat) and s2 = sum(g) with g =
+ * gamma * dy, as bwd_sums of one chunk a row.
+ * bwd_strip: the columns go in strips of LANE_WG * TILE vectors (bwd_split's tiles: one strip a
+ * group at a time, clnorm__bwd_tiles), the rows in `ranges` ranges of ceil(rows / ranges). A unit
+ * is a strip of a range; for each of its rows the group writes dx of the strip's columns from the
+ * row's sums and adds dy * xhat and dy into private sums (the ROWL row lanes' in lane order at the
+ * end), then writes them to the range's partial rows. The columns past the last whole vector are
+ * one more unit a range, a column a work-item. No atomics: the same inputs give the same bits.
+ * Neither kernel takes BWD_TINY's scaled pass (the CPU's subnormal rows: slower, not wrong). */
+#if SPLIT == 2
+/* rows whose loads bwd_strip issues together: 128 bytes of loaded vectors a work-item (32
+ * registers; rawv: 16-bit rows as loaded under RAW16), 64 in groups of 1024 (NVIDIA: 64
+ * registers a work-item at most) */
+#define SRB_BYTES (WG >= 1024 ? 64 : 128)
+#define SRB_RAW (SRB_BYTES / (2 * TILE * (uint)sizeof(rawv)))
+#define SRB (SRB_RAW < 1 ? 1 : SRB_RAW)
+#if VEC == 1
+#define SPSTORE(p, i, v) ((p)[(i)] = (v))
+#else /* partial rows start at any float */
+#define SPSTORE(p, i, v) CAT(vstore, VEC)((v), (i), (p))
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+strip_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
+           const uint flags, const uint ranges) {
+  ROW_SCRATCH(WG);
+  (void)dx;
+  (void)dx_off;
+  (void)dx_stride;
+  const uint lane = get_local_id(0);
+  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+  __global float *sums = partial + 2 * (ulong)ranges * cols;
+  const uint nvec = cols / VEC;
+  for (ulong row = SPAN_FIRST(rows); row < SPAN_END(rows); row++) {
+    __global const stype *xr = x + x_off + row * x_stride;
+    __global const stype *dyr = dy + dy_off + row * dy_stride;
+    const float mean = ROW_MEAN(row);
+    const float rstd = rstd_in[row];
+#define STRIP_DY(i, k) LOADV(dyr, i)
+#define STRIP_G(i, k) LOADV(gamma, i)
+#define STRIP_X(i, k) LOADV(xr, i)
+    /* s1, s2 (BWD_SUMS ends in a block: no semicolon) */
+    BWD_SUMS(for (uint i = lane; i < nvec; i += TPR), STRIP_DY, STRIP_G, STRIP_X, dyr, gamma, xr,
+             cols)
+    s1 = row_sum(s1, scratch);
+#if RMS
+    s2 = 0.0f; /* not used */
+#else
+    s2 = row_sum(s2, scratch);
+#endif
+    if (lane == 0) {
+      sums[2 * row] = s1;
+      sums[2 * row + 1] = s2;
+    }
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
+          const uint flags, const uint ranges) {
+  const uint lane = get_local_id(0);
+  const uint col_lane = lane % LANE_WG, row_lane = lane / LANE_WG;
+#if ROWL > 1
+  __local floatv lane_g[WG], lane_b[WG];
+#endif
+  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+  const bool want_w = (flags & (HAS_DGAMMA | HAS_DBETA)) != 0;
+  const bool want_b = !RMS && (flags & HAS_DBETA) != 0;
+  __global const float *sums = partial + 2 * (ulong)ranges * cols;
+  const uint nvec = cols / VEC;
+  const uint per_tile = LANE_WG * TILE; /* vectors */
+  const uint tiles = (nvec + per_tile - 1) / per_tile;
+  const ulong span = (rows + ranges - 1) / ranges;
+  /* range-major: the groups running together read the same rows */
+  const ulong units = (ulong)tiles * ranges;
+  const ulong all = units + (nvec * VEC < cols ? ranges : 0);
+  const ulong unit_end = SPAN_END(all);
+  /* As bwd_split: the loop whose body has barriers takes no other path; the tail units after it. */
+  for (ulong u = SPAN_FIRST(all); u < (unit_end < units ? unit_end : units); u++) {
+    const uint t = (uint)(u % tiles);
+    const ulong range = u / tiles;
+    const ulong r_begin = range * span;
+    const ulong r_end = r_begin + span < rows ? r_begin + span : rows;
+    const uint first = t * per_tile + col_lane;
+    floatv acc_g[TILE], acc_b[TILE];
+    for (uint k = 0; k < TILE; k++) {
+      acc_g[k] = 0.0f;
+      acc_b[k] = 0.0f;
+    }
+    for (ulong r0 = r_begin + row_lane; r0 < r_end; r0 += SRB * ROWL) {
+      /* SRB rows' loads issued before any is used */
+      rawv xs[SRB][TILE], ds[SRB][TILE];
+      for (uint q = 0; q < SRB; q++) {
+        /* past the end: row r0 again, unused */
+        const ulong r = r0 + q * ROWL < r_end ? r0 + q * ROWL : r0;
+        for (uint k = 0; k < TILE; k++) {
+          const uint i = first + k * LANE_WG;
+          xs[q][k] = i < nvec ? LOADR(x + x_off + r * x_stride, i) : (rawv)(0);
+          ds[q][k] = i < nvec ? LOADR(dy + dy_off + r * dy_stride, i) : (rawv)(0);
+        }
+      }
+      for (uint q = 0; q < SRB && r0 + q * ROWL < r_end; q++) {
+        const ulong r = r0 + q * ROWL;
+        const float c1 = sums[2 * r] / (float)cols, c2 = sums[2 * r + 1] / (float)cols;
+        const float mean = ROW_MEAN(r);
+        const float rstd = rstd_in[r];
+        __global stype *dxr = dx + dx_off + r * dx_stride;
+        /* Every element is read before it is written, by the same work-item: dx may be dy or x. */
+        for (uint k = 0; k < TILE; k++) {
+          const uint i = first + k * LANE_WG;
+          if (i < nvec) {
+            const floatv dv = UNRAW(ds[q][k]);
+            const floatv xhat = XHAT(UNRAW(xs[q][k]));
+            const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
+            STOREV(dxr, i, rstd * (g - c2 - xhat * c1));
+            acc_g[k] += dv * xhat;
+            acc_b[k] += dv;
+          }
+        }
+      }
+    }
+#if ROWL > 1 /* TILE == 1: the lanes' sums of each column, added in lane order */
+    lane_g[lane] = acc_g[0];
+    lane_b[lane] = acc_b[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (row_lane == 0) {
+      for (uint l = 1; l < ROWL; l++) {
+        acc_g[0] += lane_g[l * LANE_WG + col_lane];
+        acc_b[0] += lane_b[l * LANE_WG + col_lane];
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    if (row_lane == 0 && want_w) {
+      __global float *pg = partial + range * cols;
+      __global float *pb = pg + (ulong)ranges * cols;
+      for (uint k = 0; k < TILE; k++) {
+        const uint i = first + k * LANE_WG;
+        if (i < nvec) {
+          SPSTORE(pg, i, acc_g[k]);
+          if (want_b)
+            SPSTORE(pb, i, acc_b[k]);
+        }
+      }
+    }
+  }
+  /* the columns past the last whole vector of this group's tail units, one per work-item */
+  for (ulong u = SPAN_FIRST(all) > units ? SPAN_FIRST(all) : units; u < unit_end; u++) {
+    const ulong range = u - units;
+    const ulong r_begin = range * span;
+    const ulong r_end = r_begin + span < rows ? r_begin + span : rows;
+    for (uint j = nvec * VEC + lane; j < cols; j += WG) {
+      float ag = 0.0f, ab = 0.0f;
+      for (ulong r = r_begin; r < r_end; r++) {
+        const float c1 = sums[2 * r] / (float)cols, c2 = sums[2 * r + 1] / (float)cols;
+        const float mean = ROW_MEAN(r);
+        const float rstd = rstd_in[r];
+        const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
+        const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
+        const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
+        STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c2 - xhat * c1));
+        ag += dv * xhat;
+        ab += dv;
+      }
+      if (want_w) {
+        partial[range * cols + j] = ag;
+        if (want_b)
+          partial[(ranges + range) * cols + j] = ab;
+      }
+    }
+  }
+}
+#endif /* SPLIT == 2 */
