@@ -672,6 +672,8 @@ static void split_row_lanes(void) {
   printf("  split row lanes: %zu forced runs\n", runs);
 }
 
+static void determinism(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t cols);
+
 /* The backward's column strips (cl/strip.cl, CLNORM_BWD_STRIP): switched on for these calls
  * only (on for all of them where the environment has it), through the dispatcher's variant and
  * forced ones (a GPU's 256 and 128 work-items with row lanes, a CPU's one work-item), on shapes
@@ -714,6 +716,10 @@ static void strip_path(void) {
                               v == 0 ? l : &dense, &vars[v], -1, "strips");
         }
       }
+  /* their partial rows added in a fixed order: the same bits on a second run */
+  for (int o = CLNORM_OP_LAYERNORM_BWD; o <= CLNORM_OP_RMSNORM_BWD; o++)
+    for (int d = 0; d <= 2; d++)
+      determinism((clnorm_op)o, (clnorm_dtype)d, 70, 20000);
   h.ctx->info.bwd_strip = was;
   h.ctx->info.compute_units = units;
   printf("  column strips: %zu runs\n", runs);
