@@ -431,8 +431,8 @@ size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
  * without them, patch_ab.sh, 2 rounds (docs/wip/issue21/s48): 512 to 4096 rows of 20480 to 65536
  * columns, both ops, every dtype, 1.10-3.29x (LayerNorm 16-bit 2.59-3.29x at 20480-32768 columns,
  * 1.18-1.47x at 65536; float32 1.10-2.21x; RMSNorm 16-bit 1.15-1.55x); but 4096 x 16384 0.51-1.19x
- * (held at 512 work-items, no spill), 256 x 65536 0.83-1.02x, 128 x 131072 0.49-0.76x, 64 x 32768
- * 0.79-1.54x (few rows: the split rows fill the device better). */
+ * (held at 512 work-items, 192 bytes spilled), 256 x 65536 0.83-1.02x, 128 x 131072 0.49-0.76x, 64
+ * x 32768 0.79-1.54x (few rows: the split rows fill the device better). */
 #define CLNORM_BWD_STRIP_MIN_ROWS 512
 unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_call *call,
                                   const clnorm_variant *v) {
