@@ -216,6 +216,47 @@ static clnorm_status launch_second(clnorm_ctx *ctx, clnorm_program *prog, cl_com
   return CLNORM_OK;
 }
 
+/* bwd_reduce (the main backward program's second kernel, `k`) over `parts` partial rows in
+ * `partial`, after *after. GPUs (reduce_vec 1): a group of 256 work-items (or the device's largest
+ * power of two below: reduce_local) per tile of 8 columns, its lanes over the partial rows
+ * (cl/backward.cl). CPUs: a work-item per chunk of 16 columns (and the columns past the last whole
+ * chunk), 4 work-items per group: a CPU pays for every group it starts and runs each as a loop. A
+ * fixed grid takes 64 groups per compute unit and strides. When it fails, a->enqueued takes
+ * *after (the kernel before writes dx: a retry must wait for it) and *after is NULL. */
+static clnorm_status enqueue_reduce(clnorm_ctx *ctx, cl_command_queue queue, clnorm_program *prog,
+                                    cl_kernel k, const clnorm_call *call, cl_mem partial,
+                                    cl_uint parts, cl_event *after, cl_event *event,
+                                    clnorm_attempt *a) {
+  const cl_uint cols = (cl_uint)call->cols, flags = call_flags(call);
+  cl_uint i = 0;
+  cl_int err = arg_mem(k, &i, &partial);
+  err |= clSetKernelArg(k, i++, sizeof parts, &parts);
+  err |= clSetKernelArg(k, i++, sizeof cols, &cols);
+  err |= arg_mem(k, &i, &call->dgamma);
+  err |= arg_mem(k, &i, &call->dbeta);
+  err |= clSetKernelArg(k, i++, sizeof flags, &flags);
+  clnorm_status st = CLNORM_OK;
+  if (err != CL_SUCCESS)
+    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
+  const size_t rvec = ctx->info.reduce_vec;
+  size_t local = ctx->info.reduce_local, items = call->cols / rvec > 0 ? call->cols / rvec : 1;
+  if (rvec == 1)
+    items = (call->cols + 7) / 8 * local; /* tiles of 8 columns, a group each */
+  const size_t global = ctx->info.fixed_grid
+                            ? local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
+                            : (items + local - 1) / local * local;
+  if (st == CLNORM_OK) {
+    err = launch(ctx, prog, queue, k, global, local <= ctx->info.max_wg ? &local : NULL, 1, after,
+                 event);
+    if (err == CL_SUCCESS)
+      return CLNORM_OK;
+    st = launch_failed(ctx, a, err, "bwd_reduce", prog, global, local);
+  }
+  a->enqueued = *after;
+  *after = NULL;
+  return st;
+}
+
 /* The backward pass: norm_bwd, then (with weight gradients) bwd_reduce over the partial sums in
  * a scratch buffer of the call's own (released here; OpenCL frees it when the kernels are done).
  * *event completes when both have. When bwd_reduce fails to launch, a->enqueued is norm_bwd's
@@ -254,43 +295,11 @@ static clnorm_status enqueue_backward(clnorm_ctx *ctx, cl_command_queue queue,
   }
   if (st == CLNORM_OK && want_w) {
     st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
-    if (st == CLNORM_OK) {
-      const cl_uint parts32 = (cl_uint)parts, cols = (cl_uint)call->cols;
-      const cl_uint flags = call_flags(call);
-      cl_uint i = 0;
-      err = arg_mem(reduce_k, &i, &partial);
-      err |= clSetKernelArg(reduce_k, i++, sizeof parts32, &parts32);
-      err |= clSetKernelArg(reduce_k, i++, sizeof cols, &cols);
-      err |= arg_mem(reduce_k, &i, &call->dgamma);
-      err |= arg_mem(reduce_k, &i, &call->dbeta);
-      err |= clSetKernelArg(reduce_k, i++, sizeof flags, &flags);
-      if (err != CL_SUCCESS)
-        st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
-    }
-    if (st == CLNORM_OK) {
-      /* GPUs (reduce_vec 1): a group of 256 work-items (or the device's largest power of two
-       * below: reduce_local) per tile of 8 columns, its lanes over the partial rows
-       * (cl/backward.cl). CPUs: a work-item per chunk of 16 columns (and the columns past the last
-       * whole chunk), 4 work-items per group: a CPU pays for every group it starts and runs each as
-       * a loop. A fixed grid takes 64 groups per compute unit and strides. */
-      const size_t rvec = ctx->info.reduce_vec;
-      size_t local = ctx->info.reduce_local, items = call->cols / rvec > 0 ? call->cols / rvec : 1;
-      if (rvec == 1)
-        items = (call->cols + 7) / 8 * local; /* tiles of 8 columns, a group each */
-      const size_t global =
-          ctx->info.fixed_grid
-              ? local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
-              : (items + local - 1) / local * local;
-      err = launch(ctx, prog, queue, reduce_k, global, local <= ctx->info.max_wg ? &local : NULL, 1,
-                   &main_done, event);
-      if (err != CL_SUCCESS) {
-        st = launch_failed(ctx, a, err, "bwd_reduce", prog, global, local);
-        a->enqueued = main_done;
-        main_done = NULL;
-      } else if (a->want_first && clRetainEvent(main_done) == CL_SUCCESS) {
-        a->first = main_done;
-      }
-    }
+    if (st == CLNORM_OK)
+      st = enqueue_reduce(ctx, queue, prog, reduce_k, call, partial, (cl_uint)parts, &main_done,
+                          event, a);
+    if (st == CLNORM_OK && a->want_first && clRetainEvent(main_done) == CL_SUCCESS)
+      a->first = main_done;
   }
   two_pass t = {main_k, reduce_k, main_done, partial, slot};
   two_pass_release(ctx, prog, &t);
@@ -395,33 +404,6 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   return st;
 }
 
-/* The bwd_reduce arguments (the main backward program's second kernel) over `parts` partial
- * rows in `partial`. */
-static cl_int reduce_args(cl_kernel k, const clnorm_call *call, const cl_mem *partial,
-                          cl_uint parts) {
-  const cl_uint cols = (cl_uint)call->cols, flags = call_flags(call);
-  cl_uint i = 0;
-  cl_int err = arg_mem(k, &i, partial);
-  err |= clSetKernelArg(k, i++, sizeof parts, &parts);
-  err |= clSetKernelArg(k, i++, sizeof cols, &cols);
-  err |= arg_mem(k, &i, &call->dgamma);
-  err |= arg_mem(k, &i, &call->dbeta);
-  return err | clSetKernelArg(k, i++, sizeof flags, &flags);
-}
-
-/* bwd_reduce's grid (enqueue_backward has why). */
-static void reduce_grid(const clnorm_ctx *ctx, const clnorm_call *call, size_t *global,
-                        size_t *local) {
-  const size_t rvec = ctx->info.reduce_vec;
-  size_t items = call->cols / rvec > 0 ? call->cols / rvec : 1;
-  *local = ctx->info.reduce_local;
-  if (rvec == 1)
-    items = (call->cols + 7) / 8 * *local;
-  *global = ctx->info.fixed_grid
-                ? *local * 64 * (ctx->info.compute_units ? ctx->info.compute_units : 1)
-                : (items + *local - 1) / *local * *local;
-}
-
 /* A backward call in column strips (cl/strip.cl): strip_sums writes each row's two sums, bwd_strip
  * dx and the weight partial rows of `ranges` row ranges, then (with weight gradients) the main
  * program's bwd_reduce adds those, all in one scratch buffer of the call's own. *event completes
@@ -444,8 +426,6 @@ static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
     st = clnorm__set_args(ctx, t.first, call, t.partial, ranges, NULL);
   if (st == CLNORM_OK)
     st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, NULL);
-  if (st == CLNORM_OK && want_w && reduce_args(reduce_k, call, &t.partial, ranges) != CL_SUCCESS)
-    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_reduce) failed");
   const size_t local = v->wg;
   const size_t fixed = device_groups(ctx, v);
   if (st == CLNORM_OK) {
@@ -463,17 +443,8 @@ static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
     if (err != CL_SUCCESS)
       st = launch_failed(ctx, a, err, "bwd_strip", strip_prog, global, local);
   }
-  if (st == CLNORM_OK && want_w) {
-    size_t rglobal, rlocal;
-    reduce_grid(ctx, call, &rglobal, &rlocal);
-    err = launch(ctx, prog, queue, reduce_k, rglobal, rlocal <= ctx->info.max_wg ? &rlocal : NULL,
-                 1, &strip_done, event);
-    if (err != CL_SUCCESS) {
-      st = launch_failed(ctx, a, err, "bwd_reduce", prog, rglobal, rlocal);
-      a->enqueued = strip_done; /* it writes dx: a retry waits for it */
-      strip_done = NULL;
-    }
-  }
+  if (st == CLNORM_OK && want_w)
+    st = enqueue_reduce(ctx, queue, prog, reduce_k, call, t.partial, ranges, &strip_done, event, a);
   if (st == CLNORM_OK && a->want_first && clRetainEvent(t.first_done) == CL_SUCCESS)
     a->first = t.first_done;
   if (strip_done)
@@ -484,6 +455,35 @@ static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
   return st;
 }
 
+/* The program of a call's other path (split 1: the split rows; 2: the column strips), refused
+ * where its kernels failed at launch earlier in the call's row class. */
+static clnorm_status other_program(clnorm_ctx *ctx, const clnorm_call *call,
+                                   const clnorm_variant *v, int split, clnorm_program **out) {
+  clnorm_status st = clnorm__program_get(ctx, call->op, call->dtype, v, split, out);
+  cl_int err;
+  if (st == CLNORM_OK && clnorm__unusable_find(ctx, call, (*out)->key, &err))
+    st = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
+                      "they failed at launch earlier with %s (%d) in this row class",
+                      clnorm__cl_error_name(err), (int)err);
+  return st;
+}
+
+/* After the other path's attempt (`enqueued`: its program was there and its kernels were
+ * enqueued): whether the call goes on with the whole-row kernels, which compute the same result,
+ * one group per row (the forward's with no scratch). So they do where the other path's program
+ * does not build or run here, or it ran out of device memory for its scratch (or at launch: no
+ * output was written); said at WARN. */
+static int rows_run_whole(clnorm_ctx *ctx, clnorm_attempt *a, clnorm_status st, int enqueued,
+                          const char *what) {
+  if (enqueued ? st != CLNORM_E_NO_MEMORY : st != CLNORM_E_UNSUPPORTED && st != CLNORM_E_BUILD)
+    return 0;
+  a->err = CL_SUCCESS;
+  clnorm__log(CLNORM_LOG_WARN, "%s kernels unavailable, rows run whole: %s", what,
+              clnorm_ctx_errmsg(ctx));
+  clnorm__clear_error(ctx);
+  return 1;
+}
+
 /* Enqueues the call with the chosen variant. A launch failure is described in *a. */
 clnorm_status clnorm__enqueue(clnorm_ctx *ctx, cl_command_queue queue, const clnorm_call *call,
                               const clnorm_variant *v, clnorm_program *prog, cl_uint num_wait,
@@ -491,51 +491,26 @@ clnorm_status clnorm__enqueue(clnorm_ctx *ctx, cl_command_queue queue, const cln
   const unsigned ranges = clnorm__bwd_strip_ranges(&ctx->info, call, v);
   if (ranges > 0) {
     clnorm_program *strip_prog;
-    clnorm_status sst = clnorm__program_get(ctx, call->op, call->dtype, v, 2, &strip_prog);
-    cl_int err;
-    if (sst == CLNORM_OK && clnorm__unusable_find(ctx, call, strip_prog->key, &err))
-      sst = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
-                         "they failed at launch earlier with %s (%d) in this row class",
-                         clnorm__cl_error_name(err), (int)err);
-    if (sst == CLNORM_OK) {
-      sst = enqueue_bwd_strip(ctx, queue, call, v, prog, strip_prog, ranges, num_wait, wait_list,
-                              event, a);
-      if (sst != CLNORM_E_NO_MEMORY)
-        return sst;
-      a->err = CL_SUCCESS;
-    } else if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD) {
-      return sst;
-    }
-    clnorm__log(CLNORM_LOG_WARN, "column-strip kernels unavailable, rows run whole: %s",
-                clnorm_ctx_errmsg(ctx));
-    clnorm__clear_error(ctx);
+    clnorm_status st = other_program(ctx, call, v, 2, &strip_prog);
+    const int found = st == CLNORM_OK;
+    if (found)
+      st = enqueue_bwd_strip(ctx, queue, call, v, prog, strip_prog, ranges, num_wait, wait_list,
+                             event, a);
+    if (!rows_run_whole(ctx, a, st, found, "column-strip"))
+      return st;
   }
   const unsigned splits = ranges > 0 ? 1 : clnorm__split_count(&ctx->info, call, v);
   if (splits > 1) {
     clnorm_program *split_prog;
-    clnorm_status sst = clnorm__program_get(ctx, call->op, call->dtype, v, 1, &split_prog);
-    cl_int err;
-    if (sst == CLNORM_OK && clnorm__unusable_find(ctx, call, split_prog->key, &err))
-      sst = clnorm__fail(ctx, CLNORM_E_UNSUPPORTED,
-                         "they failed at launch earlier with %s (%d) in this row class",
-                         clnorm__cl_error_name(err), (int)err);
-    if (sst == CLNORM_OK) {
-      sst = clnorm__op_backward(call->op) ? enqueue_bwd_split(ctx, queue, call, v, split_prog,
-                                                              splits, num_wait, wait_list, event, a)
-                                          : enqueue_split(ctx, queue, call, v, split_prog, splits,
-                                                          num_wait, wait_list, event, a);
-      /* Out of device memory for the scratch (or at launch): no output was written. */
-      if (sst != CLNORM_E_NO_MEMORY)
-        return sst;
-      a->err = CL_SUCCESS;
-    } else if (sst != CLNORM_E_UNSUPPORTED && sst != CLNORM_E_BUILD) {
-      return sst;
-    }
-    /* The whole-row kernels compute the same result, one group per row (the forward's with no
-     * scratch). */
-    clnorm__log(CLNORM_LOG_WARN, "split-row kernels unavailable, rows run whole: %s",
-                clnorm_ctx_errmsg(ctx));
-    clnorm__clear_error(ctx);
+    clnorm_status st = other_program(ctx, call, v, 1, &split_prog);
+    const int found = st == CLNORM_OK;
+    if (found)
+      st = clnorm__op_backward(call->op) ? enqueue_bwd_split(ctx, queue, call, v, split_prog,
+                                                             splits, num_wait, wait_list, event, a)
+                                         : enqueue_split(ctx, queue, call, v, split_prog, splits,
+                                                         num_wait, wait_list, event, a);
+    if (!rows_run_whole(ctx, a, st, found, "split-row"))
+      return st;
   }
   if (clnorm__op_backward(call->op))
     return enqueue_backward(ctx, queue, call, v, prog, num_wait, wait_list, event, a);

@@ -653,11 +653,10 @@ static void split_row_lanes(void) {
     for (int d = 0; d <= 2; d += 2)
       for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-          clnorm_call call = {0};
-          call.op = (clnorm_op)o;
-          call.dtype = (clnorm_dtype)d;
-          call.rows = shapes[s][0];
-          call.cols = shapes[s][1];
+          clnorm_call call = {.op = (clnorm_op)o,
+                              .dtype = (clnorm_dtype)d,
+                              .rows = shapes[s][0],
+                              .cols = shapes[s][1]};
           if (vars[v].wg > h.ctx->info.max_wg)
             continue;
           while (clnorm__split_count(&h.ctx->info, &call, &vars[v]) < 2 && call.cols < (1u << 20))
@@ -696,11 +695,10 @@ static void strip_path(void) {
   for (int o = CLNORM_OP_LAYERNORM_BWD; o <= CLNORM_OP_RMSNORM_BWD; o++)
     for (int d = 0; d <= 2; d++)
       for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        clnorm_call call = {0};
-        call.op = (clnorm_op)o;
-        call.dtype = (clnorm_dtype)d;
-        call.rows = shapes[s][0];
-        call.cols = shapes[s][1];
+        const clnorm_call call = {.op = (clnorm_op)o,
+                                  .dtype = (clnorm_dtype)d,
+                                  .rows = shapes[s][0],
+                                  .cols = shapes[s][1]};
         const layout *l = s == 0 ? &dense : s == 1 ? (d == 1 ? &no_w : &in_place) : &strided;
         if (s == 2 && d == 0)
           l = &no_b;
