@@ -577,7 +577,8 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
  * rows: the weight gradients come straight out of the second kernel.
  *
  * bwd_sums: the group of unit u = row * splits + s sums g * xhat and g (g = gamma * dy) over
- * elements [s * chunk, (s + 1) * chunk) of its row into partial[2u] and partial[2u + 1]; chunk is
+ * elements [s * chunk, (s + 1) * chunk) of its row into partial[sums_at + 2u] and the float after
+ * it (sums_at: 0 here; the column strips' partial rows come first, cl/strip.cl); chunk is
  * a multiple of 16 elements (every chunk start stays VEC-aligned), the same rule as the forward
  * split's. (dx and its layout are in the arguments only so that both kernels take the same
  * first 16.)
@@ -604,7 +605,7 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
-         const uint flags, const uint splits) {
+         const uint flags, const uint splits, const ulong sums_at) {
   ROW_SCRATCH(WG);
   (void)dx;
   (void)dx_off;
@@ -658,8 +659,8 @@ bwd_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
     s2 = row_sum(s2, scratch);
 #endif
     if (lane == 0) {
-      partial[2 * u] = s1;
-      partial[2 * u + 1] = s2;
+      partial[sums_at + 2 * u] = s1;
+      partial[sums_at + 2 * u + 1] = s2;
     }
   }
 }

@@ -4,17 +4,18 @@
  * program spills), these keep 2 x TILE x VEC, whatever the row length.
  *
  * `partial` holds the weight partial rows first (dgamma's `ranges` rows, then dbeta's, as
- * norm_bwd's for bwd_reduce, which adds them with parts = ranges), then the rows' two sums
- * (2 floats a row).
- * strip_sums: a group a row (TPR == WG), its sums s1 = sum(g * xhat) and s2 = sum(g) with g =
- * gamma * dy, as bwd_sums of one chunk a row.
+ * norm_bwd's for bwd_reduce, which adds them with parts = ranges), then the rows' two sums in
+ * `chunks` parts a row (2 floats a part).
+ * The sums come from the split rows' bwd_sums (cl/backward.cl, in this program too), with
+ * sums_at 2 x ranges x cols and `chunks` groups a row: few rows fill the device too.
  * bwd_strip: the columns go in strips of LANE_WG * TILE vectors (bwd_split's tiles: one strip a
  * group at a time, clnorm__bwd_tiles), the rows in `ranges` ranges of ceil(rows / ranges). A unit
  * is a strip of a range; for each of its rows the group writes dx of the strip's columns from the
- * row's sums and adds dy * xhat and dy into private sums (the ROWL row lanes' in lane order at the
- * end), then writes them to the range's partial rows. The columns past the last whole vector are
- * one more unit a range, a column a work-item. No atomics: the same inputs give the same bits.
- * Neither kernel takes BWD_TINY's scaled pass (the CPU's subnormal rows: slower, not wrong). */
+ * row's sums (its parts added in order, row_consts) and adds dy * xhat and dy into private sums
+ * (the ROWL row lanes' in lane order at the end), then writes them to the range's partial rows.
+ * The columns past the last whole vector are one more unit a range, a column a work-item. No
+ * atomics: the same inputs give the same bits. bwd_strip does not take BWD_TINY's scaled pass
+ * (the CPU's subnormal rows: slower, not wrong). */
 #if SPLIT == 2
 /* rows whose loads bwd_strip issues together: 128 bytes of loaded vectors a work-item (32
  * registers; rawv: 16-bit rows as loaded under RAW16), 64 in groups of 1024 (NVIDIA: 64
@@ -29,43 +30,8 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-strip_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
-           const uint flags, const uint ranges) {
-  ROW_SCRATCH(WG);
-  (void)dx;
-  (void)dx_off;
-  (void)dx_stride;
-  const uint lane = get_local_id(0);
-  const bool has_gamma = (flags & HAS_GAMMA) != 0;
-  __global float *sums = partial + 2 * (ulong)ranges * cols;
-  const uint nvec = cols / VEC;
-  for (ulong row = SPAN_FIRST(rows); row < SPAN_END(rows); row++) {
-    __global const stype *xr = x + x_off + row * x_stride;
-    __global const stype *dyr = dy + dy_off + row * dy_stride;
-    const float mean = ROW_MEAN(row);
-    const float rstd = rstd_in[row];
-#define STRIP_DY(i, k) LOADV(dyr, i)
-#define STRIP_G(i, k) LOADV(gamma, i)
-#define STRIP_X(i, k) LOADV(xr, i)
-    /* s1, s2 (BWD_SUMS ends in a block: no semicolon) */
-    BWD_SUMS(for (uint i = lane; i < nvec; i += TPR), STRIP_DY, STRIP_G, STRIP_X, dyr, gamma, xr,
-             cols)
-    s1 = row_sum(s1, scratch);
-#if RMS
-    s2 = 0.0f; /* not used */
-#else
-    s2 = row_sum(s2, scratch);
-#endif
-    if (lane == 0) {
-      sums[2 * row] = s1;
-      sums[2 * row + 1] = s2;
-    }
-  }
-}
-
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
-          const uint flags, const uint ranges) {
+          const uint flags, const uint ranges, const uint chunks) {
   const uint lane = get_local_id(0);
   const uint col_lane = lane % LANE_WG, row_lane = lane / LANE_WG;
 #if ROWL > 1
@@ -109,7 +75,7 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
       }
       for (uint q = 0; q < SRB && r0 + q * ROWL < r_end; q++) {
         const ulong r = r0 + q * ROWL;
-        const float c1 = sums[2 * r] / (float)cols, c2 = sums[2 * r + 1] / (float)cols;
+        const float2 c = row_consts(sums, r, chunks, cols);
         const float mean = ROW_MEAN(r);
         const float rstd = rstd_in[r];
         __global stype *dxr = dx + dx_off + r * dx_stride;
@@ -120,7 +86,7 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
             const floatv dv = UNRAW(ds[q][k]);
             const floatv xhat = XHAT(UNRAW(xs[q][k]));
             const floatv g = has_gamma ? dv * LOADV(gamma, i) : dv;
-            STOREV(dxr, i, rstd * (g - c2 - xhat * c1));
+            STOREV(dxr, i, rstd * (g - c.y - xhat * c.x));
             acc_g[k] += dv * xhat;
             acc_b[k] += dv;
           }
@@ -160,13 +126,13 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
     for (uint j = nvec * VEC + lane; j < cols; j += WG) {
       float ag = 0.0f, ab = 0.0f;
       for (ulong r = r_begin; r < r_end; r++) {
-        const float c1 = sums[2 * r] / (float)cols, c2 = sums[2 * r + 1] / (float)cols;
+        const float2 c = row_consts(sums, r, chunks, cols);
         const float mean = ROW_MEAN(r);
         const float rstd = rstd_in[r];
         const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
         const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
         const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
-        STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c2 - xhat * c1));
+        STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
         ag += dv * xhat;
         ab += dv;
       }

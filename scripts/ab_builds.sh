@@ -12,7 +12,10 @@
 #
 # Files in $OUT (or ./build-ab): base-N.json, head-N.json, ab.md (also printed). Environment:
 # BASE (required), ROUNDS (default 3), DEVICE (default NVIDIA; empty: normtune's default device;
-# cpu: PoCL), KIT (the device kit, sourced when nvidia-smi exists).
+# cpu: PoCL), KIT (the device kit, sourced when nvidia-smi exists), BASE_ENV and HEAD_ENV
+# (NAME=VALUE words set for that side's runs only). BASE may be this checkout itself: then the
+# two sides are one build under BASE_ENV and HEAD_ENV, e.g. a switch off against on:
+#   BASE=. BASE_ENV=CLNORM_BWD_STRIP=0 HEAD_ENV=CLNORM_BWD_STRIP=1 bash scripts/ab_builds.sh ...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # the builds' heuristics against each other: their shipped tables off, unless the caller set
@@ -29,18 +32,26 @@ fi
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
 gpu_build "$root/build-bench" normtune
-root_saved=$root
-root=$base gpu_build "$base/build-bench" normtune
-root=$root_saved
+if [ "$base" != "$root" ]; then
+  root_saved=$root
+  root=$base gpu_build "$base/build-bench" normtune
+  root=$root_saved
+fi
+read -r -a base_env <<<"${BASE_ENV:-}"
+read -r -a head_env <<<"${HEAD_ENV:-}"
 device=${DEVICE-NVIDIA}
 rc=0
 for ((i = 1; i <= rounds; i++)); do
   for side in base head; do
     tree=$root
-    [ "$side" = base ] && tree=$base
-    echo "== round $i: $side" >&2
+    side_env=("${head_env[@]}")
+    if [ "$side" = base ]; then
+      tree=$base
+      side_env=("${base_env[@]}")
+    fi
+    echo "== round $i: $side ${side_env[*]}" >&2
     rm -f "$out/none.db"
-    "$tree/build-bench/normtune" bench ${device:+--device "$device"} --db "$out/none.db" --json "$@" \
+    env "${side_env[@]}" "$tree/build-bench/normtune" bench ${device:+--device "$device"} --db "$out/none.db" --json "$@" \
       >"$out/$side-$i.json" 2>"$out/$side-$i.log" || rc=1
   done
 done

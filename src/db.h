@@ -72,11 +72,11 @@ typedef enum clnorm_outcome { CLNORM_OUTCOME_MAP(CLNORM_ENUMERATOR) } clnorm_out
 
 /* The kernel hashes of one build, one per program family: what a stored row (result, heuristic
  * measurement, A/B) is keyed by, and is current under when it is the hash of its op's family. An
- * edit of backward.cl leaves the forward ops' rows current, and one of forward.cl or split.cl the
- * backward ops'; an edit of common.cl changes both. */
+ * edit of backward.cl or strip.cl leaves the forward ops' rows current, and one of forward.cl or
+ * split.cl the backward ops'; an edit of common.cl changes both. */
 typedef struct clnorm_kernel_hashes {
   uint64_t forward;  /* every op but the backward ones: cl/common.cl, forward.cl and split.cl */
-  uint64_t backward; /* clnorm__op_backward: cl/common.cl and backward.cl */
+  uint64_t backward; /* clnorm__op_backward: cl/common.cl, backward.cl and strip.cl */
 } clnorm_kernel_hashes;
 /* Every function here takes it by const pointer (clnorm__kernel_hashes returns it): NULL means no
  * filter, rows of any kernel hash, where a listing says so (clnorm__db_list, _list_heuristic,

@@ -377,16 +377,18 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   clnorm_status st = two_pass_begin(ctx, prog, queue, call, 2 * sizeof(float) * units, &t);
   cl_kernel sums_k = t.first, split_k = t.second;
   const cl_mem partial = t.partial;
-  cl_uint i = 0;
+  cl_uint i = 0, j = 0;
   if (st == CLNORM_OK)
-    st = clnorm__set_args(ctx, sums_k, call, partial, splits, NULL);
+    st = clnorm__set_args(ctx, sums_k, call, partial, splits, &j);
   if (st == CLNORM_OK)
     st = clnorm__set_args(ctx, split_k, call, partial, splits, &i);
   if (st == CLNORM_OK) {
-    err = arg_mem(split_k, &i, &call->dgamma);
+    const cl_ulong sums_at = 0; /* the partial sums alone in the scratch */
+    err = clSetKernelArg(sums_k, j, sizeof sums_at, &sums_at);
+    err |= arg_mem(split_k, &i, &call->dgamma);
     err |= arg_mem(split_k, &i, &call->dbeta);
     if (err != CL_SUCCESS)
-      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_split) failed");
+      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_sums, bwd_split) failed");
   }
   const size_t tiles = clnorm__bwd_tiles(v, call->cols);
   const size_t local = v->wg;
@@ -404,17 +406,20 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   return st;
 }
 
-/* A backward call in column strips (cl/strip.cl): strip_sums writes each row's two sums, bwd_strip
- * dx and the weight partial rows of `ranges` row ranges, then (with weight gradients) the main
- * program's bwd_reduce adds those, all in one scratch buffer of the call's own. *event completes
- * when the last kernel has. */
+/* A backward call in column strips (cl/strip.cl): bwd_sums writes each row's two sums in
+ * `chunks` parts (clnorm__bwd_strip_chunks), bwd_strip dx and the weight partial rows of `ranges`
+ * row ranges, then (with weight gradients) the main program's bwd_reduce adds those, all in one
+ * scratch buffer of the call's own. *event completes when the last kernel has. */
 static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
                                        const clnorm_call *call, const clnorm_variant *v,
                                        clnorm_program *prog, clnorm_program *strip_prog,
                                        unsigned ranges, cl_uint num_wait, const cl_event *wait_list,
                                        cl_event *event, clnorm_attempt *a) {
   const int want_w = call->dgamma || call->dbeta;
-  const size_t bytes = sizeof(float) * 2 * ((size_t)ranges * call->cols + call->rows);
+  const cl_uint chunks = clnorm__bwd_strip_chunks(&ctx->info, call, v);
+  /* the weight partial rows, then the sums (cl/strip.cl) */
+  const cl_ulong sums_at = 2 * (cl_ulong)ranges * call->cols;
+  const size_t bytes = sizeof(float) * (sums_at + 2 * (size_t)chunks * call->rows);
   cl_int err;
   two_pass t;
   clnorm_status st = two_pass_begin(ctx, strip_prog, queue, call, bytes, &t);
@@ -422,18 +427,22 @@ static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
   cl_event strip_done = NULL;
   if (st == CLNORM_OK && want_w)
     st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
+  cl_uint i = 0, j = 0;
   if (st == CLNORM_OK)
-    st = clnorm__set_args(ctx, t.first, call, t.partial, ranges, NULL);
+    st = clnorm__set_args(ctx, t.first, call, t.partial, chunks, &i);
   if (st == CLNORM_OK)
-    st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, NULL);
+    st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, &j);
+  if (st == CLNORM_OK && (clSetKernelArg(t.first, i, sizeof sums_at, &sums_at) != CL_SUCCESS ||
+                          clSetKernelArg(t.second, j, sizeof chunks, &chunks) != CL_SUCCESS))
+    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_sums, bwd_strip) failed");
   const size_t local = v->wg;
   const size_t fixed = device_groups(ctx, v);
   if (st == CLNORM_OK) {
-    const size_t global = (ctx->info.fixed_grid ? fixed : call->rows) * v->wg;
+    const size_t global = (ctx->info.fixed_grid ? fixed : chunks * call->rows) * v->wg;
     err =
         launch(ctx, strip_prog, queue, t.first, global, &local, num_wait, wait_list, &t.first_done);
     if (err != CL_SUCCESS)
-      st = launch_failed(ctx, a, err, "strip_sums", strip_prog, global, local);
+      st = launch_failed(ctx, a, err, "bwd_sums", strip_prog, global, local);
   }
   if (st == CLNORM_OK) {
     const size_t units = clnorm__bwd_tiles(v, call->cols) * ranges;

@@ -11,10 +11,10 @@
 
 /* The program's kernels: the op's own, and for backward ops the weight-gradient reduction; the
  * split-row programs' two kernels (cl/split.cl, and the end of cl/backward.cl); the backward's
- * column-strip program's two (split 2: cl/strip.cl). */
+ * column-strip program's two (split 2: the split rows' bwd_sums, cl/strip.cl's bwd_strip). */
 static const char *kernel_name(clnorm_op op, int split, int which) {
   if (split == 2)
-    return which == 0 ? "strip_sums" : "bwd_strip";
+    return which == 0 ? "bwd_sums" : "bwd_strip";
   if (split && clnorm__op_backward(op))
     return which == 0 ? "bwd_sums" : "bwd_split";
   if (split)
@@ -110,17 +110,19 @@ uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len) {
 }
 
 /* A family's sources as its programs are built from them (build, below): cl/common.cl, then
- * the backward ops' backward.cl or the forward ops' forward.cl and split.cl (a forward op may run
- * either). An edit of one family's own file leaves the other's tuned results current. */
+ * the backward ops' backward.cl and strip.cl (a backward op of wide rows may run the column
+ * strips) or the forward ops' forward.cl and split.cl (a forward op may run either). An edit of
+ * one family's own file leaves the other's tuned results current. */
 static uint64_t family_hash(int backward) {
   const char *parts[] = {clnorm__src_common, clnorm__src_forward, clnorm__src_split};
   size_t lengths[] = {clnorm__src_common_len, clnorm__src_forward_len, clnorm__src_split_len};
-  size_t count = 3;
   if (backward) {
     parts[1] = clnorm__src_backward;
     lengths[1] = clnorm__src_backward_len;
-    count = 2;
+    parts[2] = clnorm__src_strip;
+    lengths[2] = clnorm__src_strip_len;
   }
+  const size_t count = 3;
   uint64_t h = CLNORM_FNV_BASIS;
   for (size_t i = 0; i < count; i++) {
     h = clnorm__source_hash(h, parts[i], lengths[i]);

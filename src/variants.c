@@ -381,12 +381,24 @@ size_t clnorm__groups_per_cu(unsigned wg) {
  * 1.2-1.5x; bfloat16 8192 and 16384 2.2-3.2x, 32768 1.0-1.6x; at 128 KB a row the split was as
  * fast as the best whole-row variant at 8 rows, within 1.1x at 128; docs/TUNING.md). */
 #define GPU_SPLIT_MIN_ROW_BYTES ((size_t)128 * 1024)
+
+/* Chunks a row, a power of two: doubled while rows * chunks * 2 still fits the device's groups
+ * (its compute units times clnorm__groups_per_cu) and a chunk gives each work-item 4 vectors. */
+static unsigned fill_chunks(const clnorm_device_info *info, const clnorm_call *call,
+                            const clnorm_variant *v) {
+  const size_t fill = (size_t)info->compute_units * clnorm__groups_per_cu(v->wg);
+  const size_t min_chunk = (size_t)v->wg * v->vec * 4;
+  unsigned chunks = 1;
+  while (chunks < 1024 && call->rows * chunks * 2 <= fill &&
+         call->cols / (2 * (size_t)chunks) >= min_chunk)
+    chunks *= 2;
+  return chunks;
+}
+
 unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *call,
                              const clnorm_variant *v) {
   if (v->tpr != v->wg)
     return 1;
-  const size_t fill = (size_t)info->compute_units * clnorm__groups_per_cu(v->wg);
-  const size_t min_chunk = (size_t)v->wg * v->vec * 4;
   const int bwd = clnorm__op_backward(call->op);
   const int cpu = (info->type & CL_DEVICE_TYPE_CPU) != 0;
   /* A GPU's whole-row backward kernel without a held row (hold 0) adds each row into its slot's
@@ -398,10 +410,7 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
     return 1;
   if (!bwd && !cpu && call->cols * clnorm__dtype_size(call->dtype) < GPU_SPLIT_MIN_ROW_BYTES)
     return 1;
-  unsigned splits = 1;
-  while (splits < 1024 && call->rows * splits * 2 <= fill &&
-         call->cols / (2 * (size_t)splits) >= min_chunk)
-    splits *= 2;
+  const unsigned splits = fill_chunks(info, call, v);
   return bwd && (cpu || bwd_unheld) && splits < 2 ? 2 : splits;
 }
 
@@ -449,6 +458,14 @@ unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_c
   size_t ranges = (fill + strips - 1) / strips;
   ranges = ranges < call->rows ? ranges : call->rows;
   return ranges < 1 ? 1 : ranges > 65536 ? 65536 : (unsigned)ranges;
+}
+
+/* The column strips' first kernel (the split rows' bwd_sums) takes a row in fill_chunks's chunks:
+ * one a row where the rows fill the device (the rule's 512 rows and more on NVIDIA, at 512 and
+ * 1024 work-items), more where few rows would leave it idle. */
+unsigned clnorm__bwd_strip_chunks(const clnorm_device_info *info, const clnorm_call *call,
+                                  const clnorm_variant *v) {
+  return fill_chunks(info, call, v);
 }
 
 /* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */

@@ -15,6 +15,7 @@
  *   - for each statistics mode, the variant of the deepest reduction tree (the largest tpr,
  *     then the fewest work-items);
  *   - forward ops: split rows (cl/split.cl), see choose();
+ *   - backward ops: the column strips (cl/strip.cl), see choose();
  *   - the dispatcher.
  * Each chosen variant runs two shapes: one at its own vector width (offset 16, stride a multiple
  * of 16 above cols, so the vector loop and the scalar tail both run), with rows over two
@@ -29,7 +30,7 @@
  * The device must be Oclgrind's (CLNORM_TEST_DEVICE=oclgrind, under `oclgrind`), unless
  * --any-device: then the same cases run on the test device (a quick check of the case list). */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h" /* clnorm__split_count */
+#include "internal.h" /* clnorm__split_count, clnorm__bwd_strip_ranges, the context's info */
 #include "op_case.h"
 
 #include <stdio.h>
@@ -42,7 +43,12 @@ typedef struct og_case {
   oc_case c;
   int fixed_grid; /* run with CLNORM_FIXED_GRID=1 */
   int split;      /* chosen for the split-row kernels */
+  int strip;      /* chosen for the backward's column strips, run as on a GPU of STRIP_UNITS */
 } og_case;
+
+/* The compute units the column-strip cases run as (their row ranges and their rows' sums in
+ * chunks follow from them: src/variants.c): Oclgrind's one would give one range and one chunk. */
+#define STRIP_UNITS 132
 
 static og_case cases[MAX_CASES];
 static size_t ncases;
@@ -258,6 +264,35 @@ static void choose(harness *h, clnorm_op op, clnorm_dtype dtype, size_t *k) {
         cases[ncases - 1].split = 1;
       }
     }
+  /* the backward's column strips (cl/strip.cl): 3 rows of 16387 columns (the rule's least is
+   * 16384: CLNORM_BWD_STRIP_MIN_COLS), so a partial last strip and the columns past the last whole
+   * vector, as on a GPU of STRIP_UNITS compute units: 3 row ranges, the rows' sums in several
+   * chunks (run_case checks both). One row a group, not held, vectors of 4: 16 work-items (TILE
+   * 16, no row lanes) or 256 (TILE 1, 4 row lanes, their sums added behind a barrier), by op and
+   * dtype in turn. */
+  if (oc_is_bwd(op)) {
+    const unsigned wg = ((int)op + (int)dtype) % 2 ? 256 : 16;
+    long pick = -1;
+    for (size_t i = 0; i < nv; i++) {
+      const clnorm_variant *v = &vars[i];
+      if (v->wg == wg && v->tpr == wg && v->vec == 4 && v->hold == 0 &&
+          v->reduce == CLNORM_REDUCE_LOCAL)
+        pick = (long)i;
+    }
+    if (pick >= 0) {
+      /* 256 at its own width (the row lanes need TILE 1: vectors of 4), 16 in the rotation */
+      const int kind = wg == 256 ? 0 : 1 + (int)dtype % 2;
+      add_case(op, dtype, &vars[pick], kind, (*k)++);
+      oc_case *c = &cases[ncases - 1].c;
+      c->rows = 3;
+      c->cols = 16387;
+      for (int r = 0; r < OC_MATRICES; r++) /* strides above the new cols: aligned, or odd */
+        if (c->m[r].stride)
+          c->m[r].stride = kind == 0 ? (c->cols + 15) / 16 * 16 + 16 * ((size_t)r % 3)
+                                     : c->cols + 1 + (size_t)r % 3;
+      cases[ncases - 1].strip = 1;
+    }
+  }
   /* the dispatcher */
   add_case(op, dtype, NULL, 0, (*k)++);
   add_case(op, dtype, NULL, 1 + (int)(picked % 4), (*k)++);
@@ -340,7 +375,31 @@ static int run_case(harness *h, size_t i) {
       return 1;
     }
   }
+  const int strip_was = h->ctx->info.bwd_strip;
+  const cl_uint units_was = h->ctx->info.compute_units;
+  if (cases[i].strip) {
+    /* CLNORM_BWD_STRIP=1 for this case, on STRIP_UNITS compute units; it must take the strips
+     * in several row ranges with the rows' sums in several chunks */
+    const oc_case *c = &cases[i].c;
+    h->ctx->info.bwd_strip = 1;
+    h->ctx->info.compute_units = STRIP_UNITS;
+    clnorm_variant v = c->variant;
+    v.vec = case_width(h, c);
+    const clnorm_call call = {.op = c->op, .rows = c->rows, .cols = c->cols, .dtype = c->dtype};
+    if (clnorm__bwd_strip_ranges(&h->ctx->info, &call, &v) < 2 ||
+        clnorm__bwd_strip_chunks(&h->ctx->info, &call, &v) < 2) {
+      printf("FAIL: case %zu: %s: made for column strips of several row ranges and chunks, but "
+             "takes %u ranges, %u chunks\n",
+             i, text, clnorm__bwd_strip_ranges(&h->ctx->info, &call, &v),
+             clnorm__bwd_strip_chunks(&h->ctx->info, &call, &v));
+      h->ctx->info.bwd_strip = strip_was;
+      h->ctx->info.compute_units = units_was;
+      return 1;
+    }
+  }
   const oc_result r = oc_run(h, &cases[i].c, NULL, msg, sizeof msg);
+  h->ctx->info.bwd_strip = strip_was;
+  h->ctx->info.compute_units = units_was;
   if (r == OC_PASS)
     return 0;
   printf("FAIL: case %zu%s: %s: %s%s\n", i, cases[i].fixed_grid ? " (fixed grid)" : "", text,
@@ -394,8 +453,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ncases; i++) {
       char text[1400];
       oc_format(&cases[i].c, text, sizeof text);
-      printf("%zu%s%s: %s (width %u)\n", i, cases[i].fixed_grid ? " (fixed grid)" : "",
-             cases[i].split ? " (split rows)" : "", text, case_width(&h, &cases[i].c));
+      printf("%zu%s%s%s: %s (width %u)\n", i, cases[i].fixed_grid ? " (fixed grid)" : "",
+             cases[i].split ? " (split rows)" : "", cases[i].strip ? " (column strips)" : "", text,
+             case_width(&h, &cases[i].c));
     }
     print_coverage();
   } else if (only >= 0) {

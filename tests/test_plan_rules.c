@@ -39,6 +39,15 @@ static unsigned strips(const clnorm_device_info *info, clnorm_op op, clnorm_dtyp
   return clnorm__bwd_strip_ranges(info, &call, &v);
 }
 
+/* The groups a row of the column strips' first kernel, for the heuristic's variant. */
+static unsigned strip_chunks(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt,
+                             size_t rows, size_t cols) {
+  const clnorm_call call = {.op = op, .dtype = dt, .rows = rows, .cols = cols};
+  clnorm_variant v;
+  clnorm__heuristic(info, &call, &v);
+  return clnorm__bwd_strip_chunks(info, &call, &v);
+}
+
 /* The heuristic's variant of a 4096 x `cols` call holds its row as `hold` vectors of `vec` in
  * each of `tpr` work-items. */
 static void expect_held(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t cols,
@@ -182,6 +191,23 @@ int main(void) {
              "GPU %s dtype %d 4096 x 16384: column strips", name, d);
       EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 256, 65536) == 0,
              "GPU %s dtype %d 256 x 65536: column strips", name, d);
+    }
+  /* the strips' row sums: a group a row where the rows fill the GPU, several where few rows would
+   * leave it idle (clnorm__bwd_strip_chunks) */
+  for (int d = 0; d < 3; d++)
+    for (int op = CLNORM_OP_LAYERNORM_BWD; op <= CLNORM_OP_RMSNORM_BWD; op++) {
+      const char *name = clnorm_op_name((clnorm_op)op);
+      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 4096, 32768) == 1,
+             "GPU %s dtype %d 4096 x 32768: %u chunks a row", name, d,
+             strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 4096, 32768));
+      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 16, 65536) >= 8,
+             "GPU %s dtype %d 16 x 65536: %u chunks a row", name, d,
+             strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 16, 65536));
+      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 1024, 32768) == 1,
+             "GPU %s dtype %d 1024 x 32768: %u chunks a row", name, d,
+             strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 1024, 32768));
+      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 128, 131072) > 1,
+             "GPU %s dtype %d 128 x 131072: one chunk a row", name, d);
     }
   gpu.bwd_strip = -1; /* CLNORM_BWD_STRIP=0 */
   EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 1024, 32768) == 0,
