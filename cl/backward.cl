@@ -676,6 +676,48 @@ inline float2 row_consts(__global const float *partial, ulong row, uint splits, 
   return (float2)(s1 / (float)cols, s2 / (float)cols);
 }
 
+/* Column j past the last whole vector over rows [r_begin, r_end) (bwd_split's, and bwd_strip's
+ * ranges), a work-item's: dx from the rows' sums (`splits` parts a row at `sums`, row_consts), and
+ * the column's dgamma and dbeta sums over those rows, returned as (x, y). */
+inline float2 tail_column(BWD_ROW_ARGS, __global const float *sums, uint splits, uint cols,
+                          ulong r_begin, ulong r_end, uint j, bool has_gamma) {
+  float ag = 0.0f, ab = 0.0f;
+  for (ulong r = r_begin; r < r_end; r++) {
+    const float2 c = row_consts(sums, r, splits, cols);
+    const float mean = ROW_MEAN(r);
+    const float rstd = rstd_in[r];
+    const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
+    const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
+    const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
+    STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
+    ag += dv * xhat;
+    ab += dv;
+  }
+  return (float2)(ag, ab);
+}
+#define TAIL_ARGS                                                                                  \
+  dy, dy_off, dy_stride, x, x_off, x_stride, gamma, mean_in, rstd_in, dx, dx_off, dx_stride
+
+/* Row lanes (ROWL > 1, TILE == 1): each column's sums of the lanes, added in lane order 0, 1, ...
+ * into row lane 0's acc_g[0] and acc_b[0] through the group's __local floatv lane_g[WG] and
+ * lane_b[WG]; every work-item of the group passes both barriers. Nothing with one lane. */
+#if ROWL > 1
+#define ROW_LANES_ADD(acc_g, acc_b)                                                                \
+  do {                                                                                             \
+    lane_g[lane] = (acc_g)[0];                                                                     \
+    lane_b[lane] = (acc_b)[0];                                                                     \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    if (row_lane == 0)                                                                             \
+      for (uint l = 1; l < ROWL; l++) {                                                            \
+        (acc_g)[0] += lane_g[l * LANE_WG + col_lane];                                              \
+        (acc_b)[0] += lane_b[l * LANE_WG + col_lane];                                              \
+      }                                                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+  } while (0)
+#else
+#define ROW_LANES_ADD(acc_g, acc_b) ((void)0)
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
           const uint cols, const uint flags, const uint splits, __global stype *dgamma,
@@ -784,19 +826,8 @@ bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
         }
       }
     }
-#if ROWL > 1 /* TILE == 1: the lanes' sums of each column, added in lane order */
-    lane_g[lane] = acc_g[0];
-    lane_b[lane] = acc_b[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (row_lane == 0) {
-      for (uint l = 1; l < ROWL; l++) {
-        acc_g[0] += lane_g[l * LANE_WG + col_lane];
-        acc_b[0] += lane_b[l * LANE_WG + col_lane];
-      }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    ROW_LANES_ADD(acc_g, acc_b);
     if (row_lane == 0)
-#endif
       for (uint k = 0; k < TILE; k++) {
         const uint i = first + k * LANE_WG;
         if (i < nvec) {
@@ -810,22 +841,11 @@ bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
   if ((uint)SPAN_FIRST(units) <= tiles && tiles < unit_end) {
     /* the columns past the last whole vector, one per work-item */
     for (uint j = nvec * VEC + lane; j < cols; j += WG) {
-      float ag = 0.0f, ab = 0.0f;
-      for (ulong r = 0; r < rows; r++) {
-        const float2 c = row_consts(partial, r, splits, cols);
-        const float mean = ROW_MEAN(r);
-        const float rstd = rstd_in[r];
-        const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
-        const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
-        const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
-        STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
-        ag += dv * xhat;
-        ab += dv;
-      }
+      const float2 w = tail_column(TAIL_ARGS, partial, splits, cols, 0, rows, j, has_gamma);
       if (has_dgamma)
-        STORE1(dgamma, j, ag);
+        STORE1(dgamma, j, w.x);
       if (has_dbeta)
-        STORE1(dbeta, j, ab);
+        STORE1(dbeta, j, w.y);
     }
   }
 }

@@ -93,18 +93,7 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
         }
       }
     }
-#if ROWL > 1 /* TILE == 1: the lanes' sums of each column, added in lane order */
-    lane_g[lane] = acc_g[0];
-    lane_b[lane] = acc_b[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (row_lane == 0) {
-      for (uint l = 1; l < ROWL; l++) {
-        acc_g[0] += lane_g[l * LANE_WG + col_lane];
-        acc_b[0] += lane_b[l * LANE_WG + col_lane];
-      }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-#endif
+    ROW_LANES_ADD(acc_g, acc_b);
     if (row_lane == 0 && want_w) {
       __global float *pg = partial + range * cols;
       __global float *pb = pg + (ulong)ranges * cols;
@@ -124,22 +113,11 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
     const ulong r_begin = range * span;
     const ulong r_end = r_begin + span < rows ? r_begin + span : rows;
     for (uint j = nvec * VEC + lane; j < cols; j += WG) {
-      float ag = 0.0f, ab = 0.0f;
-      for (ulong r = r_begin; r < r_end; r++) {
-        const float2 c = row_consts(sums, r, chunks, cols);
-        const float mean = ROW_MEAN(r);
-        const float rstd = rstd_in[r];
-        const float dv = LOAD1(dy + dy_off + r * dy_stride, j);
-        const float xhat = XHAT(LOAD1(x + x_off + r * x_stride, j));
-        const float g = has_gamma ? dv * LOAD1(gamma, j) : dv;
-        STORE1(dx + dx_off + r * dx_stride, j, rstd * (g - c.y - xhat * c.x));
-        ag += dv * xhat;
-        ab += dv;
-      }
+      const float2 w = tail_column(TAIL_ARGS, sums, chunks, cols, r_begin, r_end, j, has_gamma);
       if (want_w) {
-        partial[range * cols + j] = ag;
+        partial[range * cols + j] = w.x;
         if (want_b)
-          partial[(ranges + range) * cols + j] = ab;
+          partial[(ranges + range) * cols + j] = w.y;
       }
     }
   }
