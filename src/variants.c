@@ -382,6 +382,25 @@ size_t clnorm__groups_per_cu(unsigned wg) {
  * fast as the best whole-row variant at 8 rows, within 1.1x at 128; docs/TUNING.md). */
 #define GPU_SPLIT_MIN_ROW_BYTES ((size_t)128 * 1024)
 
+/* The tile kernels' TILE and ROWL (cl/backward.cl, from WG and VEC alone). */
+static size_t bwd_tile(const clnorm_variant *v) { /* TILE */
+  const size_t tile = 1024 / ((size_t)v->wg * v->vec);
+  return tile < 1 ? 1 : tile > 64 ? 64 : tile;
+}
+
+static size_t bwd_row_lanes(const clnorm_variant *v) { /* ROWL */
+  return bwd_tile(v) == 1 && v->wg >= 128 ? 4 : 1;
+}
+
+/* Whether the local memory of the tile kernels' row lanes (bwd_split's and bwd_strip's lane_g and
+ * lane_b, a vector of floats a work-item each; none without row lanes) fits the device's. Where it
+ * does not, the kernels do not build (NVIDIA: 1024 work-items of 8 floats, 64 KiB of its 48), and
+ * neither path is taken: the whole-row kernel runs, as the failed build's fallback would have. */
+static int bwd_lanes_fit(const clnorm_device_info *info, const clnorm_variant *v) {
+  const size_t bytes = bwd_row_lanes(v) > 1 ? 2 * (size_t)v->wg * v->vec * sizeof(float) : 0;
+  return bytes <= info->local_mem;
+}
+
 /* Chunks a row, a power of two: doubled while rows * chunks * 2 still fits the device's groups
  * (its compute units times clnorm__groups_per_cu) and a chunk gives each work-item 4 vectors. */
 static unsigned fill_chunks(const clnorm_device_info *info, const clnorm_call *call,
@@ -405,6 +424,8 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
    * partial rows in memory, a read and a write of two partial rows per row: the split's second
    * read of the rows costs less (H100, LayerNorm 256 x 65536). */
   const int bwd_unheld = bwd && !cpu && v->hold == 0;
+  if (bwd && !bwd_lanes_fit(info, v))
+    return 1;
   if (bwd && !bwd_unheld &&
       clnorm__bwd_tiles(v, call->cols) < (cpu ? 2 * (size_t)info->compute_units : 2 * call->rows))
     return 1;
@@ -419,9 +440,7 @@ unsigned clnorm__split_count(const clnorm_device_info *info, const clnorm_call *
  * least 128, else 1, as cl/backward.cl has them, and one for the columns past the last whole
  * vector. */
 size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols) {
-  size_t tile = 1024 / ((size_t)v->wg * v->vec);
-  tile = tile < 1 ? 1 : tile > 64 ? 64 : tile;
-  const size_t row_lanes = tile == 1 && v->wg >= 128 ? 4 : 1; /* ROWL */
+  const size_t tile = bwd_tile(v), row_lanes = bwd_row_lanes(v);
   const size_t per_tile = (size_t)v->wg / row_lanes * tile;
   const size_t nvec = cols / v->vec;
   return (nvec + per_tile - 1) / per_tile + (nvec * v->vec < cols ? 1 : 0);
@@ -450,7 +469,8 @@ unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_c
                                          : info->is_nvidia && !(info->type & CL_DEVICE_TYPE_CPU) &&
                                                call->cols > CLNORM_BWD_STRIP_MIN_COLS &&
                                                call->rows >= CLNORM_BWD_STRIP_MIN_ROWS;
-  if (!on || !clnorm__op_backward(call->op) || v->tpr != v->wg || call->rows == 0)
+  if (!on || !clnorm__op_backward(call->op) || v->tpr != v->wg || call->rows == 0 ||
+      !bwd_lanes_fit(info, v))
     return 0;
   const size_t fill =
       (size_t)(info->compute_units ? info->compute_units : 1) * clnorm__groups_per_cu(v->wg);

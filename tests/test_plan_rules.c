@@ -209,6 +209,22 @@ int main(void) {
       EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 128, 131072) > 1,
              "GPU %s dtype %d 128 x 131072: one chunk a row", name, d);
     }
+  {
+    /* the tile kernels' row lanes must fit the device's local memory (48 KiB here): 1024
+     * work-items of 8 floats need 64 KiB, and neither the strips nor the split rows take them */
+    const clnorm_call wide = {
+        .op = CLNORM_OP_LAYERNORM_BWD, .dtype = CLNORM_F16, .rows = 2048, .cols = 32768};
+    const clnorm_call few = {
+        .op = CLNORM_OP_LAYERNORM_BWD, .dtype = CLNORM_F16, .rows = 16, .cols = 4194304};
+    const clnorm_variant v8 = {1024, 1024, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+    const clnorm_variant v4 = {1024, 1024, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
+    EXPECT(clnorm__bwd_strip_ranges(&gpu, &wide, &v8) == 0,
+           "GPU 1024 x 8 floats: column strips beyond the local memory");
+    EXPECT(clnorm__bwd_strip_ranges(&gpu, &wide, &v4) > 0, "GPU 1024 x 4 floats: no column strips");
+    EXPECT(clnorm__split_count(&gpu, &few, &v8) == 1,
+           "GPU 1024 x 8 floats: split rows beyond the local memory");
+    EXPECT(clnorm__split_count(&gpu, &few, &v4) > 1, "GPU 1024 x 4 floats: no split rows");
+  }
   gpu.bwd_strip = -1; /* CLNORM_BWD_STRIP=0 */
   EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 1024, 32768) == 0,
          "GPU, CLNORM_BWD_STRIP=0: column strips");
