@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One GPU call (carry .device-kit), issue 21, about 8 minutes warm: the column strips' rows' sums in
 # chunks over several groups (clnorm__bwd_strip_chunks, in main since the sixth session of
-# 2026-11-30; docs/wip/issue21/strip-chunks.patch is src/ and cl/ from f00f525 to the commit after
-# it: that change, with review D1's shared row-lane sums and tail columns, which move no bytes).
+# 2026-11-30; docs/wip/issue21/strip-chunks.patch is src/ and cl/ from f00f525 to 52eb934: that
+# change, with review D1's shared row-lane sums and tail columns, which move no bytes, and the row
+# lanes' local-memory guard, which changes no path of the heuristic's variants).
 #  A. The change against the tree without it, both with the strips forced on (CLNORM_BWD_STRIP=1),
 #     patch_ab.sh -R: few long rows (64 x 32768, 128 x 131072, 256 x 65536), where the strips' first
 #     kernel had one group a row and lost to the split rows; 512 x 20480 (float32: two chunks at 256
