@@ -362,6 +362,17 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   return st;
 }
 
+/* bwd_sums's arguments (cl/backward.cl): the rows' sums in `chunks` parts a row, written from
+ * float `sums_at` of `partial` on (0 for the split rows; after the column strips' partial rows). */
+static clnorm_status sums_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
+                               cl_mem partial, cl_uint chunks, cl_ulong sums_at) {
+  cl_uint i = 0;
+  clnorm_status st = clnorm__set_args(ctx, k, call, partial, chunks, &i);
+  if (st == CLNORM_OK && clSetKernelArg(k, i, sizeof sums_at, &sums_at) != CL_SUCCESS)
+    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_sums) failed");
+  return st;
+}
+
 /* A backward call with each row split over `splits` groups (the end of cl/backward.cl): bwd_sums
  * writes the 2 partial sums of each chunk into a scratch buffer of the call's own, then
  * bwd_split writes dx and the weight gradients, a tile of columns at a time. *event completes
@@ -377,18 +388,16 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   clnorm_status st = two_pass_begin(ctx, prog, queue, call, 2 * sizeof(float) * units, &t);
   cl_kernel sums_k = t.first, split_k = t.second;
   const cl_mem partial = t.partial;
-  cl_uint i = 0, j = 0;
+  cl_uint i = 0;
   if (st == CLNORM_OK)
-    st = clnorm__set_args(ctx, sums_k, call, partial, splits, &j);
+    st = sums_args(ctx, sums_k, call, partial, splits, 0);
   if (st == CLNORM_OK)
     st = clnorm__set_args(ctx, split_k, call, partial, splits, &i);
   if (st == CLNORM_OK) {
-    const cl_ulong sums_at = 0; /* the partial sums alone in the scratch */
-    err = clSetKernelArg(sums_k, j, sizeof sums_at, &sums_at);
-    err |= arg_mem(split_k, &i, &call->dgamma);
+    err = arg_mem(split_k, &i, &call->dgamma);
     err |= arg_mem(split_k, &i, &call->dbeta);
     if (err != CL_SUCCESS)
-      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_sums, bwd_split) failed");
+      st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_split) failed");
   }
   const size_t tiles = clnorm__bwd_tiles(v, call->cols);
   const size_t local = v->wg;
@@ -427,14 +436,13 @@ static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
   cl_event strip_done = NULL;
   if (st == CLNORM_OK && want_w)
     st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
-  cl_uint i = 0, j = 0;
+  cl_uint j = 0;
   if (st == CLNORM_OK)
-    st = clnorm__set_args(ctx, t.first, call, t.partial, chunks, &i);
+    st = sums_args(ctx, t.first, call, t.partial, chunks, sums_at);
   if (st == CLNORM_OK)
     st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, &j);
-  if (st == CLNORM_OK && (clSetKernelArg(t.first, i, sizeof sums_at, &sums_at) != CL_SUCCESS ||
-                          clSetKernelArg(t.second, j, sizeof chunks, &chunks) != CL_SUCCESS))
-    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_sums, bwd_strip) failed");
+  if (st == CLNORM_OK && clSetKernelArg(t.second, j, sizeof chunks, &chunks) != CL_SUCCESS)
+    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_strip) failed");
   const size_t local = v->wg;
   const size_t fixed = device_groups(ctx, v);
   if (st == CLNORM_OK) {

@@ -122,9 +122,8 @@ static uint64_t family_hash(int backward) {
     parts[2] = clnorm__src_strip;
     lengths[2] = clnorm__src_strip_len;
   }
-  const size_t count = 3;
   uint64_t h = CLNORM_FNV_BASIS;
-  for (size_t i = 0; i < count; i++) {
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
     h = clnorm__source_hash(h, parts[i], lengths[i]);
     h = hash_byte(h, '\n'); /* a file ends a line */
   }

@@ -22,31 +22,22 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-static unsigned splits(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t rows,
-                       size_t cols) {
+/* What a plan rule (clnorm__split_count, clnorm__bwd_strip_ranges, clnorm__bwd_strip_chunks) gives
+ * a call of the heuristic's variant. */
+typedef unsigned (*plan_rule)(const clnorm_device_info *, const clnorm_call *,
+                              const clnorm_variant *);
+static unsigned planned(plan_rule rule, const clnorm_device_info *info, clnorm_op op,
+                        clnorm_dtype dt, size_t rows, size_t cols) {
   const clnorm_call call = {.op = op, .dtype = dt, .rows = rows, .cols = cols};
   clnorm_variant v;
   clnorm__heuristic(info, &call, &v);
-  return clnorm__split_count(info, &call, &v);
+  return rule(info, &call, &v);
 }
-
-/* The row ranges of the column strips the heuristic's variant takes (0: none). */
-static unsigned strips(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt, size_t rows,
-                       size_t cols) {
-  const clnorm_call call = {.op = op, .dtype = dt, .rows = rows, .cols = cols};
-  clnorm_variant v;
-  clnorm__heuristic(info, &call, &v);
-  return clnorm__bwd_strip_ranges(info, &call, &v);
-}
-
-/* The groups a row of the column strips' first kernel, for the heuristic's variant. */
-static unsigned strip_chunks(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dt,
-                             size_t rows, size_t cols) {
-  const clnorm_call call = {.op = op, .dtype = dt, .rows = rows, .cols = cols};
-  clnorm_variant v;
-  clnorm__heuristic(info, &call, &v);
-  return clnorm__bwd_strip_chunks(info, &call, &v);
-}
+/* the split count; the row ranges of the column strips (0: none); the groups a row of their
+ * first kernel */
+#define splits(...) planned(clnorm__split_count, __VA_ARGS__)
+#define strips(...) planned(clnorm__bwd_strip_ranges, __VA_ARGS__)
+#define strip_chunks(...) planned(clnorm__bwd_strip_chunks, __VA_ARGS__)
 
 /* The heuristic's variant of a 4096 x `cols` call holds its row as `hold` vectors of `vec` in
  * each of `tpr` work-items. */
