@@ -577,8 +577,7 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
  * rows: the weight gradients come straight out of the second kernel.
  *
  * bwd_sums: the group of unit u = row * splits + s sums g * xhat and g (g = gamma * dy) over
- * elements [s * chunk, (s + 1) * chunk) of its row into partial[sums_at + 2u] and the float after
- * it (sums_at: 0 here; the column strips' partial rows come first, cl/strip.cl); chunk is
+ * elements [s * chunk, (s + 1) * chunk) of its row into partial[2u] and partial[2u + 1]; chunk is
  * a multiple of 16 elements (every chunk start stays VEC-aligned), the same rule as the forward
  * split's. (dx and its layout are in the arguments only so that both kernels take the same
  * first 16.)
@@ -603,15 +602,35 @@ __kernel void bwd_reduce(__global const float *partial, const uint parts, const 
 #define ROWL (TILE == 1 && WG >= 128 ? 4 : 1)
 #define LANE_WG (WG / ROWL)
 
+/* The rows' sums kernels (bwd_sums, and the column strips' strip_sums in cl/strip.cl): their
+ * start (dx and its layout are unused), and the end of a row or chunk: s1 and s2 added over the
+ * group and stored by work-item 0 at p[0] and p[1]. */
+#define SUMS_BEGIN                                                                                 \
+  ROW_SCRATCH(WG);                                                                                 \
+  (void)dx;                                                                                        \
+  (void)dx_off;                                                                                    \
+  (void)dx_stride;                                                                                 \
+  const uint lane = get_local_id(0);                                                               \
+  const bool has_gamma = (flags & HAS_GAMMA) != 0
+#if RMS
+#define SUMS_S2 0.0f /* not used */
+#else
+#define SUMS_S2 row_sum(s2, scratch)
+#endif
+#define SUMS_STORE(p)                                                                              \
+  do {                                                                                             \
+    s1 = row_sum(s1, scratch);                                                                     \
+    s2 = SUMS_S2;                                                                                  \
+    if (lane == 0) {                                                                               \
+      (p)[0] = s1;                                                                                 \
+      (p)[1] = s2;                                                                                 \
+    }                                                                                              \
+  } while (0)
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
-         const uint flags, const uint splits, const ulong sums_at) {
-  ROW_SCRATCH(WG);
-  (void)dx;
-  (void)dx_off;
-  (void)dx_stride;
-  const uint lane = get_local_id(0);
-  const bool has_gamma = (flags & HAS_GAMMA) != 0;
+         const uint flags, const uint splits) {
+  SUMS_BEGIN;
   const uint chunk = ((cols + splits - 1) / splits + 15) / 16 * 16;
   const ulong units = rows * splits;
   for (ulong u = SPAN_FIRST(units); u < SPAN_END(units); u++) {
@@ -652,16 +671,7 @@ bwd_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint col
     BWD_SUMS(for (uint i = lane; i < nvec; i += TPR), SUMS_DY, SUMS_G, SUMS_X, dyr, gr, xr,
              count)
 #endif
-    s1 = row_sum(s1, scratch);
-#if RMS
-    s2 = 0.0f; /* not used */
-#else
-    s2 = row_sum(s2, scratch);
-#endif
-    if (lane == 0) {
-      partial[sums_at + 2 * u] = s1;
-      partial[sums_at + 2 * u + 1] = s2;
-    }
+    SUMS_STORE(partial + 2 * u);
   }
 }
 

@@ -4,14 +4,17 @@
  * program spills), these keep 2 x TILE x VEC, whatever the row length.
  *
  * `partial` holds the weight partial rows first (dgamma's `ranges` rows, then dbeta's, as
- * norm_bwd's for bwd_reduce, which adds them with parts = ranges), then the rows' two sums in
- * `chunks` parts a row (2 floats a part).
- * The sums come from the split rows' bwd_sums (cl/backward.cl, in this program too), with
- * sums_at 2 x ranges x cols and `chunks` groups a row: few rows fill the device too.
+ * norm_bwd's for bwd_reduce, which adds them with parts = ranges), then the rows' two sums
+ * (2 floats a row).
+ * strip_sums: a group a row (TPR == WG), its sums s1 = sum(g * xhat) and s2 = sum(g) with g =
+ * gamma * dy, as the split rows' bwd_sums of one chunk a row. Not bwd_sums in chunks: on NVIDIA
+ * its chunk arithmetic took 41 registers where this takes 32 (RMSNorm bfloat16, 1024 work-items:
+ * one group a compute unit in place of two), bwd_strip's loop over a row's parts cost more, and
+ * the H200 ran the rule's shapes up to 1.23x slower (docs/PERFORMANCE.md, "Tried and not kept").
  * bwd_strip: the columns go in strips of LANE_WG * TILE vectors (bwd_split's tiles: one strip a
  * group at a time, clnorm__bwd_tiles), the rows in `ranges` ranges of ceil(rows / ranges). A unit
  * is a strip of a range; for each of its rows the group writes dx of the strip's columns from the
- * row's sums (its parts added in order, row_consts) and adds dy * xhat and dy into private sums
+ * row's sums and adds dy * xhat and dy into private sums
  * (the ROWL row lanes' in lane order at the end), then writes them to the range's partial rows.
  * The columns past the last whole vector are one more unit a range, a column a work-item. No
  * atomics: the same inputs give the same bits. bwd_strip does not take BWD_TINY's scaled pass
@@ -30,8 +33,29 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+strip_sums(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
+           const uint flags, const uint ranges) {
+  SUMS_BEGIN;
+  __global float *sums = partial + 2 * (ulong)ranges * cols;
+  const uint nvec = cols / VEC;
+  for (ulong row = SPAN_FIRST(rows); row < SPAN_END(rows); row++) {
+    __global const stype *xr = x + x_off + row * x_stride;
+    __global const stype *dyr = dy + dy_off + row * dy_stride;
+    const float mean = ROW_MEAN(row);
+    const float rstd = rstd_in[row];
+#define STRIP_DY(i, k) LOADV(dyr, i)
+#define STRIP_G(i, k) LOADV(gamma, i)
+#define STRIP_X(i, k) LOADV(xr, i)
+    /* s1, s2 (BWD_SUMS ends in a block: no semicolon) */
+    BWD_SUMS(for (uint i = lane; i < nvec; i += TPR), STRIP_DY, STRIP_G, STRIP_X, dyr, gamma, xr,
+             cols)
+    SUMS_STORE(sums + 2 * row);
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint cols,
-          const uint flags, const uint ranges, const uint chunks) {
+          const uint flags, const uint ranges) {
   const uint lane = get_local_id(0);
   const uint col_lane = lane % LANE_WG, row_lane = lane / LANE_WG;
 #if ROWL > 1
@@ -75,7 +99,7 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
       }
       for (uint q = 0; q < SRB && r0 + q * ROWL < r_end; q++) {
         const ulong r = r0 + q * ROWL;
-        const float2 c = row_consts(sums, r, chunks, cols);
+        const float2 c = (float2)(sums[2 * r], sums[2 * r + 1]) / (float)cols;
         const float mean = ROW_MEAN(r);
         const float rstd = rstd_in[r];
         __global stype *dxr = dx + dx_off + r * dx_stride;
@@ -113,7 +137,7 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
     const ulong r_begin = range * span;
     const ulong r_end = r_begin + span < rows ? r_begin + span : rows;
     for (uint j = nvec * VEC + lane; j < cols; j += WG) {
-      const float2 w = tail_column(TAIL_ARGS, sums, chunks, cols, r_begin, r_end, j, has_gamma);
+      const float2 w = tail_column(TAIL_ARGS, sums, 1, cols, r_begin, r_end, j, has_gamma);
       if (want_w) {
         partial[range * cols + j] = w.x;
         if (want_b)

@@ -367,9 +367,6 @@ size_t clnorm__bwd_tiles(const clnorm_variant *v, size_t cols);
 #define CLNORM_BWD_STRIP_MIN_COLS 16384
 unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_call *call,
                                   const clnorm_variant *v);
-/* The groups a row of the column strips' first kernel (the row's sums in that many chunks). */
-unsigned clnorm__bwd_strip_chunks(const clnorm_device_info *info, const clnorm_call *call,
-                                  const clnorm_variant *v);
 uint64_t clnorm__variant_key(clnorm_op op, clnorm_dtype dtype, const clnorm_variant *v);
 
 /* tuned.c: the tuned, system and built-in tables. _tuning_load: the user's database (path NULL:

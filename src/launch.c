@@ -362,17 +362,6 @@ static clnorm_status enqueue_split(clnorm_ctx *ctx, cl_command_queue queue, cons
   return st;
 }
 
-/* bwd_sums's arguments (cl/backward.cl): the rows' sums in `chunks` parts a row, written from
- * float `sums_at` of `partial` on (0 for the split rows; after the column strips' partial rows). */
-static clnorm_status sums_args(clnorm_ctx *ctx, cl_kernel k, const clnorm_call *call,
-                               cl_mem partial, cl_uint chunks, cl_ulong sums_at) {
-  cl_uint i = 0;
-  clnorm_status st = clnorm__set_args(ctx, k, call, partial, chunks, &i);
-  if (st == CLNORM_OK && clSetKernelArg(k, i, sizeof sums_at, &sums_at) != CL_SUCCESS)
-    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_sums) failed");
-  return st;
-}
-
 /* A backward call with each row split over `splits` groups (the end of cl/backward.cl): bwd_sums
  * writes the 2 partial sums of each chunk into a scratch buffer of the call's own, then
  * bwd_split writes dx and the weight gradients, a tile of columns at a time. *event completes
@@ -390,7 +379,7 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   const cl_mem partial = t.partial;
   cl_uint i = 0;
   if (st == CLNORM_OK)
-    st = sums_args(ctx, sums_k, call, partial, splits, 0);
+    st = clnorm__set_args(ctx, sums_k, call, partial, splits, NULL);
   if (st == CLNORM_OK)
     st = clnorm__set_args(ctx, split_k, call, partial, splits, &i);
   if (st == CLNORM_OK) {
@@ -415,20 +404,18 @@ static clnorm_status enqueue_bwd_split(clnorm_ctx *ctx, cl_command_queue queue,
   return st;
 }
 
-/* A backward call in column strips (cl/strip.cl): bwd_sums writes each row's two sums in
- * `chunks` parts (clnorm__bwd_strip_chunks), bwd_strip dx and the weight partial rows of `ranges`
- * row ranges, then (with weight gradients) the main program's bwd_reduce adds those, all in one
- * scratch buffer of the call's own. *event completes when the last kernel has. */
+/* A backward call in column strips (cl/strip.cl): strip_sums writes each row's two sums, bwd_strip
+ * dx and the weight partial rows of `ranges` row ranges, then (with weight gradients) the main
+ * program's bwd_reduce adds those, all in one scratch buffer of the call's own. *event completes
+ * when the last kernel has. */
 static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
                                        const clnorm_call *call, const clnorm_variant *v,
                                        clnorm_program *prog, clnorm_program *strip_prog,
                                        unsigned ranges, cl_uint num_wait, const cl_event *wait_list,
                                        cl_event *event, clnorm_attempt *a) {
   const int want_w = call->dgamma || call->dbeta;
-  const cl_uint chunks = clnorm__bwd_strip_chunks(&ctx->info, call, v);
-  /* the weight partial rows, then the sums (cl/strip.cl) */
-  const cl_ulong sums_at = 2 * (cl_ulong)ranges * call->cols;
-  const size_t bytes = sizeof(float) * (sums_at + 2 * (size_t)chunks * call->rows);
+  /* the weight partial rows, then the rows' sums (cl/strip.cl) */
+  const size_t bytes = sizeof(float) * 2 * ((size_t)ranges * call->cols + call->rows);
   cl_int err;
   two_pass t;
   clnorm_status st = two_pass_begin(ctx, strip_prog, queue, call, bytes, &t);
@@ -436,21 +423,18 @@ static clnorm_status enqueue_bwd_strip(clnorm_ctx *ctx, cl_command_queue queue,
   cl_event strip_done = NULL;
   if (st == CLNORM_OK && want_w)
     st = clnorm__kernel_take(ctx, prog, call->op, 1, &reduce_k);
-  cl_uint j = 0;
   if (st == CLNORM_OK)
-    st = sums_args(ctx, t.first, call, t.partial, chunks, sums_at);
+    st = clnorm__set_args(ctx, t.first, call, t.partial, ranges, NULL);
   if (st == CLNORM_OK)
-    st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, &j);
-  if (st == CLNORM_OK && clSetKernelArg(t.second, j, sizeof chunks, &chunks) != CL_SUCCESS)
-    st = clnorm__fail(ctx, CLNORM_E_OPENCL, "clSetKernelArg(bwd_strip) failed");
+    st = clnorm__set_args(ctx, t.second, call, t.partial, ranges, NULL);
   const size_t local = v->wg;
   const size_t fixed = device_groups(ctx, v);
   if (st == CLNORM_OK) {
-    const size_t global = (ctx->info.fixed_grid ? fixed : chunks * call->rows) * v->wg;
+    const size_t global = (ctx->info.fixed_grid ? fixed : call->rows) * v->wg;
     err =
         launch(ctx, strip_prog, queue, t.first, global, &local, num_wait, wait_list, &t.first_done);
     if (err != CL_SUCCESS)
-      st = launch_failed(ctx, a, err, "bwd_sums", strip_prog, global, local);
+      st = launch_failed(ctx, a, err, "strip_sums", strip_prog, global, local);
   }
   if (st == CLNORM_OK) {
     const size_t units = clnorm__bwd_tiles(v, call->cols) * ranges;

@@ -11,10 +11,10 @@
 
 /* The program's kernels: the op's own, and for backward ops the weight-gradient reduction; the
  * split-row programs' two kernels (cl/split.cl, and the end of cl/backward.cl); the backward's
- * column-strip program's two (split 2: the split rows' bwd_sums, cl/strip.cl's bwd_strip). */
+ * column-strip program's two (split 2: cl/strip.cl). */
 static const char *kernel_name(clnorm_op op, int split, int which) {
   if (split == 2)
-    return which == 0 ? "bwd_sums" : "bwd_strip";
+    return which == 0 ? "strip_sums" : "bwd_strip";
   if (split && clnorm__op_backward(op))
     return which == 0 ? "bwd_sums" : "bwd_split";
   if (split)

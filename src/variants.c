@@ -480,14 +480,6 @@ unsigned clnorm__bwd_strip_ranges(const clnorm_device_info *info, const clnorm_c
   return ranges < 1 ? 1 : ranges > 65536 ? 65536 : (unsigned)ranges;
 }
 
-/* The column strips' first kernel (the split rows' bwd_sums) takes a row in fill_chunks's chunks:
- * one a row where the rows fill the device (the rule's 512 rows and more on NVIDIA, at 512 and
- * 1024 work-items), more where few rows would leave it idle. */
-unsigned clnorm__bwd_strip_chunks(const clnorm_device_info *info, const clnorm_call *call,
-                                  const clnorm_variant *v) {
-  return fill_chunks(info, call, v);
-}
-
 /* Row counts tuned and dispatched as one: few rows leave most of a GPU idle, many fill it. */
 unsigned clnorm__row_class(size_t rows) {
   return rows <= 16 ? 0 : rows <= 256 ? 1 : rows <= 4096 ? 2 : 3;

@@ -677,8 +677,7 @@ static void determinism(clnorm_op op, clnorm_dtype dtype, size_t rows, size_t co
  * only (on for all of them where the environment has it), through the dispatcher's variant and
  * forced ones (a GPU's 256 and 128 work-items with row lanes, a CPU's one work-item), on shapes
  * with a partial last strip, a tail of columns past the last whole vector, row ranges of unequal
- * length, rows' sums in several chunks and the weight gradients absent; each checked to take the
- * strip path. */
+ * length and the weight gradients absent; each checked to take the strip path. */
 static void strip_path(void) {
   static const clnorm_variant vars[] = {{256, 256, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
                                         {128, 128, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
@@ -692,7 +691,7 @@ static void strip_path(void) {
   const cl_uint units = h.ctx->info.compute_units;
   h.ctx->info.bwd_strip = 1;
   h.ctx->info.compute_units = 132;
-  size_t runs = 0, chunked = 0;
+  size_t runs = 0;
   for (int o = CLNORM_OP_LAYERNORM_BWD; o <= CLNORM_OP_RMSNORM_BWD; o++)
     for (int d = 0; d <= 2; d++)
       for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -711,7 +710,6 @@ static void strip_path(void) {
           if (clnorm__bwd_strip_ranges(&h.ctx->info, &call, &vars[v]) < 2)
             harness_fail("strip_path: %zux%zu wg=%u takes no strips or one row range", call.rows,
                          call.cols, vars[v].wg);
-          chunked += clnorm__bwd_strip_chunks(&h.ctx->info, &call, &vars[v]) > 1;
           runs += (size_t)run((clnorm_op)o, (clnorm_dtype)d, call.rows, call.cols,
                               v == 0 ? l : &dense, &vars[v], -1, "strips");
         }
@@ -722,11 +720,7 @@ static void strip_path(void) {
       determinism((clnorm_op)o, (clnorm_dtype)d, 70, 20000);
   h.ctx->info.bwd_strip = was;
   h.ctx->info.compute_units = units;
-  /* the rows' sums in several chunks a row (clnorm__bwd_strip_chunks), as few rows take them */
-  if (chunked == 0)
-    harness_fail("strip_path: no forced run took its rows' sums in chunks");
-  printf("  column strips: %zu runs, %zu forced ones with the rows' sums in chunks\n", runs,
-         chunked);
+  printf("  column strips: %zu runs\n", runs);
 }
 
 /* The backward pass twice on the same inputs: the same bits of dx, dgamma, dbeta. */

@@ -22,8 +22,8 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-/* What a plan rule (clnorm__split_count, clnorm__bwd_strip_ranges, clnorm__bwd_strip_chunks) gives
- * a call of the heuristic's variant. */
+/* What a plan rule (clnorm__split_count, clnorm__bwd_strip_ranges) gives a call of the heuristic's
+ * variant. */
 typedef unsigned (*plan_rule)(const clnorm_device_info *, const clnorm_call *,
                               const clnorm_variant *);
 static unsigned planned(plan_rule rule, const clnorm_device_info *info, clnorm_op op,
@@ -33,11 +33,9 @@ static unsigned planned(plan_rule rule, const clnorm_device_info *info, clnorm_o
   clnorm__heuristic(info, &call, &v);
   return rule(info, &call, &v);
 }
-/* the split count; the row ranges of the column strips (0: none); the groups a row of their
- * first kernel */
+/* the split count; the row ranges of the column strips (0: none) */
 #define splits(...) planned(clnorm__split_count, __VA_ARGS__)
 #define strips(...) planned(clnorm__bwd_strip_ranges, __VA_ARGS__)
-#define strip_chunks(...) planned(clnorm__bwd_strip_chunks, __VA_ARGS__)
 
 /* The heuristic's variant of a 4096 x `cols` call holds its row as `hold` vectors of `vec` in
  * each of `tpr` work-items. */
@@ -182,23 +180,6 @@ int main(void) {
              "GPU %s dtype %d 4096 x 16384: column strips", name, d);
       EXPECT(strips(&gpu, (clnorm_op)op, (clnorm_dtype)d, 256, 65536) == 0,
              "GPU %s dtype %d 256 x 65536: column strips", name, d);
-    }
-  /* the strips' row sums: a group a row where the rows fill the GPU, several where few rows would
-   * leave it idle (clnorm__bwd_strip_chunks) */
-  for (int d = 0; d < 3; d++)
-    for (int op = CLNORM_OP_LAYERNORM_BWD; op <= CLNORM_OP_RMSNORM_BWD; op++) {
-      const char *name = clnorm_op_name((clnorm_op)op);
-      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 4096, 32768) == 1,
-             "GPU %s dtype %d 4096 x 32768: %u chunks a row", name, d,
-             strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 4096, 32768));
-      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 16, 65536) >= 8,
-             "GPU %s dtype %d 16 x 65536: %u chunks a row", name, d,
-             strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 16, 65536));
-      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 1024, 32768) == 1,
-             "GPU %s dtype %d 1024 x 32768: %u chunks a row", name, d,
-             strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 1024, 32768));
-      EXPECT(strip_chunks(&gpu, (clnorm_op)op, (clnorm_dtype)d, 128, 131072) > 1,
-             "GPU %s dtype %d 128 x 131072: one chunk a row", name, d);
     }
   {
     /* the tile kernels' row lanes must fit the device's local memory (48 KiB here): 1024
