@@ -30,12 +30,12 @@ static int env_switch(const char *name, int dflt) {
   return v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) ? v[0] == '1' : dflt;
 }
 
-/* A count from 1 to 64 in the environment, else 0. */
-static unsigned env_count(const char *name) {
+/* A whole number from lo to hi in the environment, else 0. */
+static unsigned env_count(const char *name, long lo, long hi) {
   const char *v = getenv(name);
   char *end;
   const long n = v ? strtol(v, &end, 10) : 0;
-  return v && *v && *end == '\0' && n >= 1 && n <= 64 ? (unsigned)n : 0;
+  return v && *v && *end == '\0' && n >= lo && n <= hi ? (unsigned)n : 0;
 }
 
 /* The row buffers' budget per work-group: 2 MiB, or a quarter of a thread's stack where that is
@@ -113,7 +113,8 @@ static clnorm_status read_device_info(clnorm_ctx *ctx) {
   info->bwd_prefetch = info->ptx_sm && env_switch("CLNORM_BWD_PREFETCH", 0);
   const int strip = env_switch("CLNORM_BWD_STRIP", -1);
   info->bwd_strip = strip == 1 ? 1 : strip == 0 ? -1 : 0;
-  info->bwd_groups_per_cu = env_count("CLNORM_BWD_GROUPS_PER_CU");
+  info->bwd_groups_per_cu = env_count("CLNORM_BWD_GROUPS_PER_CU", 1, 64);
+  info->nv_maxrreg = info->ptx_sm ? env_count("CLNORM_NV_MAXRREG", 16, 255) : 0;
   const char *rvec = getenv("CLNORM_REDUCE_VEC");
   info->reduce_vec = rvec && strcmp(rvec, "1") == 0     ? 1
                      : rvec && strcmp(rvec, "16") == 0  ? 16

@@ -69,6 +69,11 @@ typedef struct clnorm_device_info {
    * platform (inline PTX), off unless CLNORM_BWD_PREFETCH=1: on the H200 it won on some shapes and
    * lost on others (docs/PERFORMANCE.md, "Tried and not kept"). */
   int bwd_prefetch;
+  /* CLNORM_NV_MAXRREG=N (16 to 255): NVIDIA's -cl-nv-maxrregcount=N on every program (ptxas caps
+   * a work-item's registers there, spilling past them), for measuring what occupancy buys; 0 (the
+   * default, and off NVIDIA's platform): no cap. In the options, so programs built under a cap are
+   * cached apart. */
+  unsigned nv_maxrreg;
   /* CLNORM_BWD_STRIP: the backward's column strips for wide rows (clnorm__bwd_strip_ranges): 1
    * on (=1), -1 off (=0), 0 (unset) where the rule has them (NVIDIA's wide rows) */
   int bwd_strip;

@@ -39,15 +39,18 @@ static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
   /* only where it is on, so that every other program's options (its cache key) stay as they were */
   const char *pf = clnorm__op_backward(op) && info->bwd_prefetch ? " -DBWD_PF=1" : "";
+  char cap[40] = "";
+  if (info->nv_maxrreg)
+    snprintf(cap, sizeof cap, " -cl-nv-maxrregcount=%u", info->nv_maxrreg);
   snprintf(buf, size,
            "-cl-std=%s -DADD=%d -DDTYPE=%u -DHOLD=%u -DHWHALF=%d -DPREFETCH=%d -DPTX=%u -DRAW16=%d "
            "-DRBUF=%u "
            "-DREDUCE=%u -DRMS=%d -DRVEC=%u -DSPLIT=%d -DSTATS=%u -DSTREAM=%d -DTPR=%u "
-           "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s%s",
+           "-DUNALIGNED=%d -DVEC=%u -DWG=%u%s%s%s",
            std, add, (unsigned)dtype, v->hold, info->hw_half, info->prefetch, info->ptx_sm,
            info->raw16, clnorm__row_buffer(info, v->wg), (unsigned)v->reduce, clnorm__op_rms(op),
            info->reduce_vec, split, (unsigned)v->stats, info->stream_stores, v->tpr,
-           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "", pf);
+           info->unaligned, v->vec, v->wg, info->no_warnings ? " -w" : "", pf, cap);
 }
 
 static uint64_t hash_byte(uint64_t h, unsigned char c) { return clnorm__fnv1a(h, &c, 1); }
@@ -300,7 +303,7 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
   if (!p) {
     /* Claim the entry, then build without holding the lock: other programs build and run
      * meanwhile, and threads wanting this one wait for it. */
-    char options[256];
+    char options[320];
     options_string(&ctx->info, op, dtype, v, split, options, sizeof options);
     p = calloc(1, sizeof *p);
     if (p)
