@@ -14,11 +14,10 @@
  * bwd_strip: the columns go in strips of LANE_WG * TILE vectors (bwd_split's tiles: one strip a
  * group at a time, clnorm__bwd_tiles), the rows in `ranges` ranges of ceil(rows / ranges). A unit
  * is a strip of a range; for each of its rows the group writes dx of the strip's columns from the
- * row's sums and adds dy * xhat and dy into private sums
- * (the ROWL row lanes' in lane order at the end), then writes them to the range's partial rows.
- * The columns past the last whole vector are one more unit a range, a column a work-item. No
- * atomics: the same inputs give the same bits. bwd_strip does not take BWD_TINY's scaled pass
- * (the CPU's subnormal rows: slower, not wrong). */
+ * row's sums and adds dy * xhat and dy into private sums (the ROWL row lanes' in lane order at the
+ * end), then writes them to the range's partial rows. The columns past the last whole vector are
+ * one more unit a range, a column a work-item. No atomics: the same inputs give the same bits.
+ * bwd_strip does not take BWD_TINY's scaled pass (the CPU's subnormal rows: slower, not wrong). */
 #if SPLIT == 2
 /* rows whose loads bwd_strip issues together: 128 bytes of loaded vectors a work-item (32
  * registers; rawv: 16-bit rows as loaded under RAW16), 64 in groups of 1024 (NVIDIA: 64

@@ -431,6 +431,12 @@ static inline uint64_t clnorm__fnv1a(uint64_t h, const void *data, size_t n) {
     h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
+/* A program's build options, in a fixed order (the binary cache's key holds them): the variant's,
+ * the op's and the device's (info); split 0 the op's own program, 1 the split rows', 2 the column
+ * strips'. CLNORM_PROGRAM_OPTIONS_MAX bytes hold the longest. */
+#define CLNORM_PROGRAM_OPTIONS_MAX 320
+void clnorm__options_string(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
+                            const clnorm_variant *v, int split, char *buf, size_t size);
 /* FNV-1a over what the compiler sees of a source: an edit of comments or spacing alone does not
  * change it. The kernel hashes that key tuned results (clnorm__kernel_hashes, src/db.h) are its. */
 uint64_t clnorm__source_hash(uint64_t h, const char *src, size_t len);

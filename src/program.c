@@ -32,8 +32,8 @@ unsigned clnorm__row_buffer(const clnorm_device_info *info, unsigned wg) {
 }
 
 /* The canonical options string: options in a fixed, sorted order. */
-static void options_string(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
-                           const clnorm_variant *v, int split, char *buf, size_t size) {
+void clnorm__options_string(const clnorm_device_info *info, clnorm_op op, clnorm_dtype dtype,
+                            const clnorm_variant *v, int split, char *buf, size_t size) {
   /* Sub-group built-ins are OpenCL C 2.0 features; everything else is OpenCL C 1.2. */
   const char *std = v->reduce == CLNORM_REDUCE_SUBGROUP ? info->subgroup_std : "CL1.2";
   const int add = op == CLNORM_OP_ADD_LAYERNORM || op == CLNORM_OP_ADD_RMSNORM;
@@ -303,8 +303,8 @@ clnorm_status clnorm__program_get(clnorm_ctx *ctx, clnorm_op op, clnorm_dtype dt
   if (!p) {
     /* Claim the entry, then build without holding the lock: other programs build and run
      * meanwhile, and threads wanting this one wait for it. */
-    char options[320];
-    options_string(&ctx->info, op, dtype, v, split, options, sizeof options);
+    char options[CLNORM_PROGRAM_OPTIONS_MAX];
+    clnorm__options_string(&ctx->info, op, dtype, v, split, options, sizeof options);
     p = calloc(1, sizeof *p);
     if (p)
       p->options = clnorm__strdup(options);

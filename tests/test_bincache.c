@@ -3,8 +3,9 @@
  * spliced from two sound ones (one's header and key, the other's payload), are rejected, rebuilt
  * and rewritten; CLNORM_NO_BINARY_CACHE=1 writes nothing; a cache that cannot
  * be written costs nothing but the compile; two contexts writing one entry at once leave a sound
- * one. What the cache did is read from the context's counters, never from timing. Every result
- * is checked against the float64 reference, outputs poisoned with NaN first (harness_check). */
+ * one; NVIDIA's register cap is in the options (the key). What the cache did is read from the
+ * context's counters, never from timing. Every result is checked against the float64 reference,
+ * outputs poisoned with NaN first (harness_check). */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "internal.h"
@@ -541,6 +542,27 @@ int main(void) {
   open_with_cache(&h, dir);
   run_op(&h, CLNORM_OP_LAYERNORM, 9, "after racing contexts");
   expect_counts("after racing contexts", &h, ln.written, 0, 0, 0, 0);
+  harness_close(&h);
+
+  /* 8. NVIDIA's register cap (CLNORM_NV_MAXRREG) is one of a program's options, so of its cache
+   * key: a program built under it is cached apart, and without it the options are as before. */
+  open_with_cache(&h, dir);
+  {
+    clnorm_device_info info = h.ctx->info;
+    const clnorm_call call = {
+        .op = CLNORM_OP_LAYERNORM, .dtype = CLNORM_F16, .rows = 64, .cols = 4096};
+    clnorm_variant v;
+    clnorm__heuristic(&info, &call, &v);
+    char plain[CLNORM_PROGRAM_OPTIONS_MAX], capped[CLNORM_PROGRAM_OPTIONS_MAX];
+    info.nv_maxrreg = 0;
+    clnorm__options_string(&info, call.op, call.dtype, &v, 0, plain, sizeof plain);
+    info.nv_maxrreg = 40;
+    clnorm__options_string(&info, call.op, call.dtype, &v, 0, capped, sizeof capped);
+    const size_t n = strlen(plain);
+    if (strstr(plain, "-cl-nv-") || strncmp(plain, capped, n) != 0 ||
+        strcmp(capped + n, " -cl-nv-maxrregcount=40") != 0)
+      harness_fail("register cap: options \"%s\" without it, \"%s\" at 40", plain, capped);
+  }
   harness_close(&h);
 
   remove_tree(root);
