@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """The one reader of `normtune bench --json` files (one JSON object per line: a header with the
-copy bandwidth, then one result per shape), for compare_peer.py, ab_builds.sh and env_sweep.sh.
+copy bandwidth, then one result per shape), for compare_peer.py, ab_builds.sh, env_sweep.sh and
+explore/session50/arms.sh.
 
 usage: bench_json.py ab OUT ROUNDS          the table of scripts/ab_builds.sh from
                                             OUT/base-N.json and OUT/head-N.json, N = 1..ROUNDS
        bench_json.py sweep OUT VAR VALUE... the table of scripts/env_sweep.sh from
                                             OUT/bench-VALUE.json
+       bench_json.py arms OUT ROUNDS NAME...
+                                            the table of scripts/explore/session50/arms.sh
+                                            from OUT/bench-NAME-N.json, N = 1..ROUNDS
 """
 import json
 import math
@@ -130,9 +134,54 @@ def sweep_table(out, var, values):
     return "\n".join(lines)
 
 
+def arms_table(out, rounds, names):
+    """Markdown: per shape each build's median time per call over the rounds and its ratio to the
+    first's (first / arm: above 1, the arm is faster), the checks that did not pass, and per op
+    and dtype the geometric mean of each ratio."""
+    times, failed = {}, {}
+    for n in names:
+        for i in range(1, rounds + 1):
+            path = os.path.join(out, "bench-%s-%d.json" % (n, i))
+            if not os.path.exists(path):
+                continue
+            for r in bench_file(path, "arms")[1]:
+                if r.get("us") is None:
+                    continue
+                times.setdefault(shape_key(r), {}).setdefault(n, []).append(r["us"])
+                if check_of(r) not in ("pass", "ok"):
+                    failed.setdefault(shape_key(r), []).append("%s %s" % (n, check_of(r)))
+    first, rest = names[0], names[1:]
+    lines = ["| op | dtype | rows x cols | " + " | ".join("%s us" % n for n in names) + " | " +
+             " | ".join("%s/%s" % (first, n) for n in rest) + " | checks |",
+             "| --- | --- | --- |" + " ---: |" * (2 * len(names) - 1) + " --- |"]
+    ratios = {}
+    for key in sorted(times):
+        med = {n: statistics.median(v) for n, v in times[key].items()}
+        cells = ["%.2f" % med[n] if n in med else "-" for n in names]
+        cols = []
+        for n in rest:
+            if n in med and first in med:
+                ratios.setdefault(key[:2], {}).setdefault(n, []).append(med[first] / med[n])
+                cols.append("%.3f" % (med[first] / med[n]))
+            else:
+                cols.append("-")
+        lines.append("| %s | %s | %d x %d | " % key + " | ".join(cells + cols) + " | %s |" %
+                     (", ".join(failed.get(key, [])) or "pass"))
+    means = " | ".join("geometric mean %s/%s" % (first, n) for n in rest)
+    lines += ["", "| op | dtype | %s |" % means, "| --- | --- |" + " ---: |" * len(rest)]
+    for k in sorted(ratios):
+        g = [geomean(ratios[k].get(n, [])) for n in rest]
+        lines.append("| %s | %s | " % k + " | ".join("-" if v is None else "%.3f" % v for v in g)
+                     + " |")
+    return "\n".join(lines)
+
+
 def main(argv):
     if len(argv) == 3 and argv[0] == "ab":
         print(ab_table(argv[1], int(argv[2])))
+        return 0
+    if len(argv) >= 4 and argv[0] == "arms":
+        print(arms_table(argv[1], int(argv[2]), argv[3:]))
         return 0
     if len(argv) >= 4 and argv[0] == "sweep":
         print(sweep_table(argv[1], argv[2], argv[3:]))

@@ -1,5 +1,6 @@
-/* Fabricated device info for the tests of the dispatcher's rules on devices this machine does not
- * have (test_space, test_plan_rules): no OpenCL behind them. */
+/* Fabricated device info for the tests of the dispatcher's rules and of the program options on
+ * devices this machine does not have (test_space, test_plan_rules, test_bincache): no OpenCL
+ * behind them. */
 #ifndef CLNORM_TESTS_FAKE_DEVICE_H
 #define CLNORM_TESTS_FAKE_DEVICE_H
 #include "internal.h"
