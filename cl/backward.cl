@@ -709,22 +709,33 @@ inline float2 tail_column(BWD_ROW_ARGS, __global const float *sums, uint splits,
   dy, dy_off, dy_stride, x, x_off, x_stride, gamma, mean_in, rstd_in, dx, dx_off, dx_stride
 
 /* Row lanes (ROWL > 1, TILE == 1): each column's sums of the lanes, added in lane order 0, 1, ...
- * into row lane 0's acc_g[0] and acc_b[0] through the group's __local floatv lane_g[WG] and
- * lane_b[WG]; every work-item of the group passes both barriers. Nothing with one lane. */
+ * into row lane 0's acc_g[0], then (LayerNorm) acc_b[0], through the group's __local floatv
+ * lane_s[WG - LANE_WG] (ROW_LANES_DECL): lanes 1 to ROWL - 1 put one sum there at a time, so that
+ * 1024 work-items of 8 floats take 24 KiB, not the 64 KiB of two arrays of every lane (NVIDIA's
+ * limit is 48). Every work-item of the group passes every barrier. Nothing with one lane. */
 #if ROWL > 1
-#define ROW_LANES_ADD(acc_g, acc_b)                                                                \
+#define ROW_LANES_DECL __local floatv lane_s[WG - LANE_WG]
+#define ROW_LANES_ONE(a)                                                                           \
   do {                                                                                             \
-    lane_g[lane] = (acc_g)[0];                                                                     \
-    lane_b[lane] = (acc_b)[0];                                                                     \
+    if (row_lane > 0)                                                                              \
+      lane_s[lane - LANE_WG] = (a)[0];                                                             \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
     if (row_lane == 0)                                                                             \
-      for (uint l = 1; l < ROWL; l++) {                                                            \
-        (acc_g)[0] += lane_g[l * LANE_WG + col_lane];                                              \
-        (acc_b)[0] += lane_b[l * LANE_WG + col_lane];                                              \
-      }                                                                                            \
+      for (uint l = 1; l < ROWL; l++)                                                              \
+        (a)[0] += lane_s[(l - 1) * LANE_WG + col_lane];                                            \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
   } while (0)
+#if RMS
+#define ROW_LANES_ADD(acc_g, acc_b) ROW_LANES_ONE(acc_g)
 #else
+#define ROW_LANES_ADD(acc_g, acc_b)                                                                \
+  do {                                                                                             \
+    ROW_LANES_ONE(acc_g);                                                                          \
+    ROW_LANES_ONE(acc_b);                                                                          \
+  } while (0)
+#endif
+#else
+#define ROW_LANES_DECL
 #define ROW_LANES_ADD(acc_g, acc_b) ((void)0)
 #endif
 
@@ -734,9 +745,7 @@ bwd_split(BWD_ROW_ARGS, __global const float *partial, const ulong rows,
           __global stype *dbeta) {
   const uint lane = get_local_id(0);
   const uint col_lane = lane % LANE_WG, row_lane = lane / LANE_WG;
-#if ROWL > 1
-  __local floatv lane_g[WG], lane_b[WG];
-#endif
+  ROW_LANES_DECL;
   const bool has_gamma = (flags & HAS_GAMMA) != 0;
   const bool has_dgamma = (flags & HAS_DGAMMA) != 0, has_dbeta = (flags & HAS_DBETA) != 0;
   const uint nvec = cols / VEC;

@@ -57,9 +57,7 @@ bwd_strip(BWD_ROW_ARGS, __global float *partial, const ulong rows, const uint co
           const uint flags, const uint ranges) {
   const uint lane = get_local_id(0);
   const uint col_lane = lane % LANE_WG, row_lane = lane / LANE_WG;
-#if ROWL > 1
-  __local floatv lane_g[WG], lane_b[WG];
-#endif
+  ROW_LANES_DECL;
   const bool has_gamma = (flags & HAS_GAMMA) != 0;
   const bool want_w = (flags & (HAS_DGAMMA | HAS_DBETA)) != 0;
   const bool want_b = !RMS && (flags & HAS_DBETA) != 0;

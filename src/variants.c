@@ -392,12 +392,14 @@ static size_t bwd_row_lanes(const clnorm_variant *v) { /* ROWL */
   return bwd_tile(v) == 1 && v->wg >= 128 ? 4 : 1;
 }
 
-/* Whether the local memory of the tile kernels' row lanes (bwd_split's and bwd_strip's lane_g and
- * lane_b, a vector of floats a work-item each; none without row lanes) fits the device's. Where it
- * does not, the kernels do not build (NVIDIA: 1024 work-items of 8 floats, 64 KiB of its 48), and
- * neither path is taken: the whole-row kernel runs, as the failed build's fallback would have. */
+/* Whether the local memory of the tile kernels' row lanes (bwd_split's and bwd_strip's lane_s, a
+ * vector of floats a work-item of every row lane but the first; none without row lanes) fits the
+ * device's. Where it does not, the kernels do not build, and neither path is taken: the whole-row
+ * kernel runs, as the failed build's fallback would have. (1024 work-items of 8 floats: 24 KiB;
+ * NVIDIA allows 48.) */
 static int bwd_lanes_fit(const clnorm_device_info *info, const clnorm_variant *v) {
-  const size_t bytes = bwd_row_lanes(v) > 1 ? 2 * (size_t)v->wg * v->vec * sizeof(float) : 0;
+  const size_t lanes = bwd_row_lanes(v);
+  const size_t bytes = lanes > 1 ? (v->wg - v->wg / lanes) * (size_t)v->vec * sizeof(float) : 0;
   return bytes <= info->local_mem;
 }
 

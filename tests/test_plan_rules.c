@@ -182,20 +182,26 @@ int main(void) {
              "GPU %s dtype %d 256 x 65536: column strips", name, d);
     }
   {
-    /* the tile kernels' row lanes must fit the device's local memory (48 KiB here): 1024
-     * work-items of 8 floats need 64 KiB, and neither the strips nor the split rows take them */
+    /* the tile kernels' row lanes must fit the device's local memory: 1024 work-items of 8
+     * floats need 24 KiB (three lanes' of four), 4 floats 12 KiB; 48 KiB here takes both, 16 KiB
+     * only the 4 floats, and neither the strips nor the split rows take what does not fit */
     const clnorm_call wide = {
         .op = CLNORM_OP_LAYERNORM_BWD, .dtype = CLNORM_F16, .rows = 2048, .cols = 32768};
     const clnorm_call few = {
         .op = CLNORM_OP_LAYERNORM_BWD, .dtype = CLNORM_F16, .rows = 16, .cols = 4194304};
     const clnorm_variant v8 = {1024, 1024, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
     const clnorm_variant v4 = {1024, 1024, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD};
-    EXPECT(clnorm__bwd_strip_ranges(&gpu, &wide, &v8) == 0,
-           "GPU 1024 x 8 floats: column strips beyond the local memory");
-    EXPECT(clnorm__bwd_strip_ranges(&gpu, &wide, &v4) > 0, "GPU 1024 x 4 floats: no column strips");
-    EXPECT(clnorm__split_count(&gpu, &few, &v8) == 1,
-           "GPU 1024 x 8 floats: split rows beyond the local memory");
-    EXPECT(clnorm__split_count(&gpu, &few, &v4) > 1, "GPU 1024 x 4 floats: no split rows");
+    EXPECT(clnorm__bwd_strip_ranges(&gpu, &wide, &v8) > 0, "GPU 1024 x 8 floats: no column strips");
+    EXPECT(clnorm__split_count(&gpu, &few, &v8) > 1, "GPU 1024 x 8 floats: no split rows");
+    clnorm_device_info small = gpu;
+    small.local_mem = 16 * 1024;
+    EXPECT(clnorm__bwd_strip_ranges(&small, &wide, &v8) == 0,
+           "16 KiB, 1024 x 8 floats: column strips beyond the local memory");
+    EXPECT(clnorm__bwd_strip_ranges(&small, &wide, &v4) > 0,
+           "16 KiB, 1024 x 4 floats: no column strips");
+    EXPECT(clnorm__split_count(&small, &few, &v8) == 1,
+           "16 KiB, 1024 x 8 floats: split rows beyond the local memory");
+    EXPECT(clnorm__split_count(&small, &few, &v4) > 1, "16 KiB, 1024 x 4 floats: no split rows");
   }
   gpu.bwd_strip = -1; /* CLNORM_BWD_STRIP=0 */
   EXPECT(strips(&gpu, CLNORM_OP_LAYERNORM_BWD, CLNORM_F16, 1024, 32768) == 0,
