@@ -4,6 +4,10 @@
 #   gpu_build DIR TARGET...    a Release build of the targets in DIR (tests off; TESTS=ON: on,
 #                              for test targets), configured once; prints the build's output and
 #                              returns 1 when it fails, silent when it succeeds.
+#   gpu_tree_copy DEST [PATCH] a copy of the checkout ($root) in DEST, without .git, the kit, the
+#                              arms' trees, build-tune and the build folders; PATCH applied (-p1), or
+#                              return 1 when it does not apply (patch_ab.sh, explore/session50/
+#                              arms.sh).
 # shellcheck disable=SC2154 # root: the repository root, set by the script that sources this
 gpu_build() {
   local dir=$1 log
@@ -33,4 +37,14 @@ gpu_build_parts() {
   done
   for i in $(seq 1 "$procs"); do cat "$logs/$i.txt"; done
   rm -rf "$logs"
+}
+
+gpu_tree_copy() {
+  local dest=$1 patch_file=${2:-}
+  mkdir -p "$dest" &&
+    tar -c -C "$root" --exclude=./build-tune --exclude=./.device-kit --exclude='./build-*' \
+      --exclude='./bis-*' --exclude=./ab-base \
+      --exclude=./.git . | tar -x -C "$dest" || return 1
+  [ -z "$patch_file" ] || patch -p1 -d "$dest" <"$patch_file" >/dev/null ||
+    { echo "gpu_tree_copy: $patch_file does not apply" >&2; return 1; }
 }

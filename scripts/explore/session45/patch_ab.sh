@@ -19,10 +19,10 @@ patch_file=${1:?usage: patch_ab.sh [-R] PATCH [bench options]}
 shift
 out=${OUT:-$root/build-ab}
 mkdir -p "$out"
+# shellcheck source=scripts/gpu_build.sh
+source "$root/scripts/gpu_build.sh"
 base=$(mktemp -d)/ab-base
-mkdir -p "$base"
-tar -c --exclude=./build-tune --exclude=./.device-kit --exclude='./build-*' --exclude=./.git . |
-  tar -x -C "$base"
+gpu_tree_copy "$base" || { echo "patch_ab: copying the tree failed"; exit 1; }
 if [ $reverse = 1 ]; then
   patch -R -p1 -d "$base" <"$patch_file" >/dev/null ||
     { echo "patch_ab: $patch_file does not reverse on this tree"; exit 1; }

@@ -2,9 +2,11 @@
 # One GPU call (carry .device-kit and the arms' trees): several builds of clnorm timed in turn,
 # ROUNDS rounds (arm 1, arm 2, ..., arm 1, ...), `normtune bench --grid` through each build's
 # dispatcher (checked against the float64 reference), the heuristics (no database, no built-in
-# table). The arms are trees unpacked beside the repository (`git archive COMMIT | tar -x -C
-# bis-NAME`), "." for this checkout.
+# table). An arm is a tree unpacked beside the repository (`git archive COMMIT | tar -x -C
+# bis-NAME`), "." for this checkout, or a patch (a path ending in .patch): this checkout with the
+# patch applied, copied under ARM_TREES (default: a temporary folder) as NAME.
 #   ARMS="t0=bis-t0 t3=. t4=bis-t4" bash scripts/explore/session50/arms.sh [BENCH OPTIONS]
+#   ARMS="base=. new=docs/wip/issue20/ln-beta-late.patch" bash scripts/explore/session50/arms.sh ...
 # Files in $OUT: bench-ARM-ROUND.json and a table per shape (arms.md): each arm's median of its
 # rounds and its ratio to the first arm's (first / arm: above 1, the arm is faster), and the
 # geometric means per op and dtype (scripts/bench_json.py arms).
@@ -17,8 +19,14 @@ read -r -a arms <<<"${ARMS:?set ARMS to NAME=TREE words}"
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
 trees=()
+made=${ARM_TREES:-$(mktemp -d)}
 for a in "${arms[@]}"; do
-  trees+=("$(cd "$root/${a#*=}" && pwd)")
+  if [[ ${a#*=} == *.patch ]]; then
+    gpu_tree_copy "$made/${a%%=*}" "$root/${a#*=}" || exit 1
+    trees+=("$made/${a%%=*}")
+  else
+    trees+=("$(cd "$root/${a#*=}" && pwd)")
+  fi
 done
 for j in "${!arms[@]}"; do
   (root=${trees[$j]} gpu_build "${trees[$j]}/build-bench" normtune \
