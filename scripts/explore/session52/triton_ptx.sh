@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# One GPU call (carry .device-kit), issue 20, about 3-4 minutes: the code that reaches the target
+# on this card beside clnorm's. torch.compile's Triton kernels for LayerNorm and RMSNorm on the
+# short 16-bit rows (bfloat16 65536 x 512: 3,596 GB/s, 0.87 of copy, where clnorm's heuristic
+# runs 0.73; docs/PERFORMANCE.md) and clnorm's programs for the same shapes, both as machine code:
+#  1. .device-kit/peer_torch.py on the shapes with TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR in
+#     a fresh folder and TORCH_LOGS=output_code (the Triton source inductor writes: rows a
+#     program, the reduction's block, the loads); its timings in peer.jsonl.
+#  2. Every kernel Triton cached: its metadata (num_warps, shared memory), `ptxas -v` on its PTX
+#     (registers), its cubin through cuobjdump -sass (Triton's own, beside its ptxas).
+#  3. clnorm: ptx_audit.sh on the same shapes (the heuristic's programs, no built-in table), each
+#     program's PTX through ptxas to a cubin and cuobjdump -sass.
+#  4. A table per kernel: registers, SASS instructions in all, global loads and stores, shuffles,
+#     barriers, conversions (F2F, F2FP, HADD2.F32, PRMT), FP32 arithmetic.
+# Files in $OUT: summary.md, peer.jsonl, triton.tar.gz (sources, PTX, SASS, metadata),
+# clnorm-sass.tar.gz.
+set -uo pipefail
+out=${OUT:?}
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$root" || exit 1
+work=$(mktemp -d)
+shapes=${SHAPES:-65536x512,16384x512,32768x1024,4096x4096}
+export TRITON_CACHE_DIR=$work/triton TORCHINDUCTOR_CACHE_DIR=$work/inductor
+TORCH_LOGS=output_code timeout "${PEER_LIMIT:-200}" python3 .device-kit/peer_torch.py \
+  --shapes "$shapes" --dtypes fp16,bf16 >"$out/peer.jsonl" 2>"$work/output_code.txt"
+echo "== peer: rc=$? $(wc -l <"$out/peer.jsonl") timings"
+unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
+tbin=$(python3 -c 'import os, triton; print(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin"))' 2>/dev/null)
+ptxas=/usr/local/cuda/bin/ptxas
+[ -x "$ptxas" ] || ptxas=$tbin/ptxas
+cuobjdump=$tbin/cuobjdump
+[ -x "$cuobjdump" ] || cuobjdump=$(command -v cuobjdump || echo "")
+echo "== tools: ptxas $ptxas, cuobjdump ${cuobjdump:-none}"
+mkdir -p "$work/tk"
+# a kernel's name repeats across shapes: each file keeps its cache folder's name in front
+while IFS= read -r f; do
+  d=$(basename "$(dirname "$f")")
+  cp "$f" "$work/tk/${d:0:12}-$(basename "$f")"
+done < <(find "$work/triton" -type f \( -name '*.ptx' -o -name '*.cubin' -o -name '*.json' \
+  -o -name '*.ttgir' -o -name '*.source' \) 2>/dev/null)
+cp "$work/output_code.txt" "$work/tk/"
+# clnorm's programs for the same shapes
+cases=()
+IFS=, read -r -a shape_list <<<"$shapes"
+for s in "${shape_list[@]}"; do
+  for op in layernorm rmsnorm; do
+    for dt in f16 bf16; do cases+=("$op:$dt:$s"); done
+  done
+done
+# shellcheck source=scripts/gpu_build.sh
+source "$root/scripts/gpu_build.sh"
+gpu_build "$root/build-bench" normtune >/dev/null 2>&1
+CLNORM_NO_BUILTIN=1 OUT=$work/clnorm NORMTUNE=$root/build-bench/normtune timeout 150 \
+  bash scripts/ptx_audit.sh "${cases[@]}" >/dev/null 2>&1
+echo "== clnorm audit: $(find "$work/clnorm/ptx" -name '*.ptx' 2>/dev/null | wc -l) programs"
+for p in "$work"/clnorm/ptx/*.ptx; do
+  [ -e "$p" ] || continue
+  tr -d '\000' <"$p" >"$p.tmp" && mv "$p.tmp" "$p"
+  "$ptxas" -arch=sm_90 "$p" -o "${p%.ptx}.cubin" 2>/dev/null
+done
+if [ -n "$cuobjdump" ]; then
+  for c in "$work"/tk/*.cubin "$work"/clnorm/ptx/*.cubin; do
+    [ -e "$c" ] && "$cuobjdump" -sass "$c" >"${c%.cubin}.sass" 2>/dev/null
+  done
+fi
+for p in "$work"/tk/*.ptx; do
+  [ -e "$p" ] && "$ptxas" -arch=sm_90 -v "$p" -o /dev/null >"${p%.ptx}.ptxas.txt" 2>&1
+done
+python3 - "$work" >"$out/summary.md" <<'PY'
+import glob, json, os, re, sys
+work = sys.argv[1]
+def counts(sass):
+    ins = [l.split(";")[0] for l in open(sass) if re.match(r"\s+/\*[0-9a-f]{4}\*/", l)]
+    ops = [re.sub(r"^\s*/\*[0-9a-f]+\*/\s*(@!?U?P\w+\s+)?", "", l).split(" ")[0] for l in ins]
+    def n(*pre): return sum(1 for o in ops if o.split(".")[0] in pre)
+    return [len(ops), n("LDG"), n("STG"), n("SHFL"), n("BAR"), n("F2F", "F2FP", "PRMT", "I2F"),
+            n("HADD2", "HFMA2", "HMUL2"), n("FADD", "FMUL", "FFMA", "FMNMX"), n("MUFU")]
+head = "| kernel | registers | threads | SASS | LDG | STG | SHFL | BAR | F2F/F2FP/PRMT/I2F | HADD2/HFMA2 | FADD/FMUL/FFMA | MUFU |"
+print(head); print("| --- " * 12 + "|")
+for sass in sorted(glob.glob(os.path.join(work, "tk", "*.sass")) + glob.glob(os.path.join(work, "clnorm", "ptx", "*.sass"))):
+    base = sass[:-5]
+    regs = ""
+    for f in (base + ".ptxas.txt",):
+        if os.path.exists(f):
+            m = re.findall(r"Used (\d+) registers", open(f).read())
+            regs = ",".join(m)
+    threads = ""
+    if os.path.exists(base + ".json"):
+        try:
+            j = json.load(open(base + ".json")); threads = str(32 * int(j.get("num_warps", 0)))
+        except Exception:
+            pass
+    else:
+        m = re.search(r"\.reqntid (\d+)", open(base + ".ptx").read()) if os.path.exists(base + ".ptx") else None
+        threads = m.group(1) if m else ""
+    c = counts(sass)
+    print("| " + os.path.basename(base)[:60] + " | " + regs + " | " + threads + " | " +
+          " | ".join(str(x) for x in c) + " |")
+PY
+cat "$out/summary.md"
+tar -czf "$out/triton.tar.gz" -C "$work" tk 2>/dev/null
+tar -czf "$out/clnorm-sass.tar.gz" -C "$work" clnorm 2>/dev/null
+rm -rf "$work"
