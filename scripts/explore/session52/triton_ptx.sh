@@ -10,8 +10,8 @@
 #     (registers), its cubin through cuobjdump -sass (Triton's own, beside its ptxas).
 #  3. clnorm: ptx_audit.sh on the same shapes (the heuristic's programs, no built-in table), each
 #     program's PTX through ptxas to a cubin and cuobjdump -sass.
-#  4. A table per kernel: registers, SASS instructions in all, global loads and stores, shuffles,
-#     barriers, conversions (F2F, F2FP, HADD2.F32, PRMT), FP32 arithmetic.
+#  4. A table per kernel (scripts/sass_counts.py): registers, threads, SASS instructions in all,
+#     global loads and stores, shuffles, barriers, conversions, FP32 arithmetic.
 # Files in $OUT: summary.md, peer.jsonl, triton.tar.gz (sources, PTX, SASS, metadata),
 # clnorm-sass.tar.gz.
 set -uo pipefail
@@ -66,37 +66,7 @@ fi
 for p in "$work"/tk/*.ptx; do
   [ -e "$p" ] && "$ptxas" -arch=sm_90 -v "$p" -o /dev/null >"${p%.ptx}.ptxas.txt" 2>&1
 done
-python3 - "$work" >"$out/summary.md" <<'PY'
-import glob, json, os, re, sys
-work = sys.argv[1]
-def counts(sass):
-    ins = [l.split(";")[0] for l in open(sass) if re.match(r"\s+/\*[0-9a-f]{4}\*/", l)]
-    ops = [re.sub(r"^\s*/\*[0-9a-f]+\*/\s*(@!?U?P\w+\s+)?", "", l).split(" ")[0] for l in ins]
-    def n(*pre): return sum(1 for o in ops if o.split(".")[0] in pre)
-    return [len(ops), n("LDG"), n("STG"), n("SHFL"), n("BAR"), n("F2F", "F2FP", "PRMT", "I2F"),
-            n("HADD2", "HFMA2", "HMUL2"), n("FADD", "FMUL", "FFMA", "FMNMX"), n("MUFU")]
-head = "| kernel | registers | threads | SASS | LDG | STG | SHFL | BAR | F2F/F2FP/PRMT/I2F | HADD2/HFMA2 | FADD/FMUL/FFMA | MUFU |"
-print(head); print("| --- " * 12 + "|")
-for sass in sorted(glob.glob(os.path.join(work, "tk", "*.sass")) + glob.glob(os.path.join(work, "clnorm", "ptx", "*.sass"))):
-    base = sass[:-5]
-    regs = ""
-    for f in (base + ".ptxas.txt",):
-        if os.path.exists(f):
-            m = re.findall(r"Used (\d+) registers", open(f).read())
-            regs = ",".join(m)
-    threads = ""
-    if os.path.exists(base + ".json"):
-        try:
-            j = json.load(open(base + ".json")); threads = str(32 * int(j.get("num_warps", 0)))
-        except Exception:
-            pass
-    else:
-        m = re.search(r"\.reqntid (\d+)", open(base + ".ptx").read()) if os.path.exists(base + ".ptx") else None
-        threads = m.group(1) if m else ""
-    c = counts(sass)
-    print("| " + os.path.basename(base)[:60] + " | " + regs + " | " + threads + " | " +
-          " | ".join(str(x) for x in c) + " |")
-PY
+python3 scripts/sass_counts.py "$work"/tk/*.sass "$work"/clnorm/ptx/*.sass >"$out/summary.md"
 cat "$out/summary.md"
 tar -czf "$out/triton.tar.gz" -C "$work" tk 2>/dev/null
 tar -czf "$out/clnorm-sass.tar.gz" -C "$work" clnorm 2>/dev/null
