@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# One GPU call (carry .device-kit), issue 20, about 3-4 minutes: the code that reaches the target
+# One GPU call (carry .device-kit), issue 20, about 6-7 minutes: the code that reaches the target
 # on this card beside clnorm's. torch.compile's Triton kernels for LayerNorm and RMSNorm on the
 # short 16-bit rows (bfloat16 65536 x 512: 3,596 GB/s, 0.87 of copy, where clnorm's heuristic
 # runs 0.73; docs/PERFORMANCE.md) and clnorm's programs for the same shapes, both as machine code:
-#  1. .device-kit/peer_torch.py on the shapes with TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR in
-#     a fresh folder and TORCH_LOGS=output_code (the Triton source inductor writes: rows a
-#     program, the reduction's block, the loads); its timings in peer.jsonl.
+#  1. scripts/peer_torch.py on the shapes (torch.compile specialized to each, 16 compiles) with
+#     TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR in a fresh folder and TORCH_LOGS=output_code
+#     (the Triton source inductor writes: rows a program, the reduction's block, the loads); its
+#     timings in peer.jsonl.
 #  2. Every kernel Triton cached: its metadata (num_warps, shared memory), `ptxas -v` on its PTX
 #     (registers), its cubin through cuobjdump -sass (Triton's own, beside its ptxas).
 #  3. clnorm: ptx_audit.sh on the same shapes (the heuristic's programs, no built-in table), each
@@ -21,7 +22,7 @@ cd "$root" || exit 1
 work=$(mktemp -d)
 shapes=${SHAPES:-65536x512,16384x512,32768x1024,4096x4096}
 export TRITON_CACHE_DIR=$work/triton TORCHINDUCTOR_CACHE_DIR=$work/inductor
-TORCH_LOGS=output_code timeout "${PEER_LIMIT:-200}" python3 .device-kit/peer_torch.py \
+TORCH_LOGS=output_code timeout "${PEER_LIMIT:-300}" python3 scripts/peer_torch.py \
   --shapes "$shapes" --dtypes fp16,bf16 >"$out/peer.jsonl" 2>"$work/output_code.txt"
 echo "== peer: rc=$? $(wc -l <"$out/peer.jsonl") timings"
 unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
