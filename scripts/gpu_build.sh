@@ -8,6 +8,12 @@
 #                              arms' trees, build-tune and the build folders; PATCH applied (-p1), or
 #                              return 1 when it does not apply (patch_ab.sh, explore/session50/
 #                              arms.sh).
+#   gpu_test_ops TREE OUT PARTS DEVICES
+#                              test_ops built in TREE/build-tests, then `test_ops PART` for each of
+#                              the comma-separated PARTS on each of the comma-separated DEVICES
+#                              (CLNORM_TEST_DEVICE), all at once, each within TEST_LIMIT seconds
+#                              (default 240); logs OUT/DEVICE-PART.log; prints each one's exit
+#                              status, failures and summary line (explore/session49, session52).
 # shellcheck disable=SC2154 # root: the repository root, set by the script that sources this
 gpu_build() {
   local dir=$1 log
@@ -47,4 +53,25 @@ gpu_tree_copy() {
       --exclude=./.git . | tar -x -C "$dest" || return 1
   [ -z "$patch_file" ] || patch -p1 -d "$dest" <"$patch_file" >/dev/null ||
     { echo "gpu_tree_copy: $patch_file does not apply" >&2; return 1; }
+}
+
+gpu_test_ops() {
+  local tree=$1 out=$2 parts devs pids=() names=() i
+  IFS=, read -r -a parts <<<"$3"
+  IFS=, read -r -a devs <<<"$4"
+  root=$tree TESTS=ON gpu_build "$tree/build-tests" test_ops || return 1
+  for dev in "${devs[@]}"; do
+    for part in "${parts[@]}"; do
+      CLNORM_TEST_DEVICE=$dev timeout "${TEST_LIMIT:-240}" "$tree/build-tests/tests/test_ops" \
+        "$part" >"$out/$dev-$part.log" 2>&1 &
+      pids+=($!)
+      names+=("$dev $part")
+    done
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    echo "== ${names[$i]% *} test_ops ${names[$i]#* }: rc=$?"
+    grep -E "^FAIL" "$out/${names[$i]/ /-}.log" | cut -c1-240 | head -8
+    tail -1 "$out/${names[$i]/ /-}.log" | cut -c1-400
+  done
 }

@@ -11,25 +11,5 @@ out=${OUT:?}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
-TESTS=ON gpu_build "$root/build-tests" test_ops || exit 1
-limit=${LIMIT:-480}
-pids=()
-for dev in NVIDIA cpu; do
-  for part in backward strips store; do
-    CLNORM_TEST_DEVICE=$dev timeout "$limit" "$root/build-tests/tests/test_ops" "$part" \
-      >"$out/$dev-$part.log" 2>&1 &
-    pids+=($!)
-  done
-done
-i=0
-for dev in NVIDIA cpu; do
-  for part in backward strips store; do
-    wait "${pids[$i]}"
-    rc=$?
-    i=$((i + 1))
-    echo "== $dev test_ops $part: rc=$rc"
-    grep -E "^FAIL" "$out/$dev-$part.log" | cut -c1-240 | head -8
-    tail -1 "$out/$dev-$part.log" | cut -c1-400
-  done
-done
+TEST_LIMIT=${LIMIT:-480} gpu_test_ops "$root" "$out" backward,strips,store NVIDIA,cpu || exit 1
 gzip -f "$out"/*.log

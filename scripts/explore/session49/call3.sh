@@ -22,18 +22,7 @@ git apply "$patch_file" 2>/dev/null || patch -p1 --forward <"$patch_file" >/dev/
 rm -rf build-bench build-tests # built by another tree before: the patch adds a source line
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
-if TESTS=ON gpu_build "$root/build-tests" test_ops; then
-  for dev in NVIDIA cpu; do
-    CLNORM_TEST_DEVICE=$dev timeout "${TEST_LIMIT:-240}" build-tests/tests/test_ops onepass \
-      >"$out/$dev-onepass.log" 2>&1 &
-  done
-  wait
-  for dev in NVIDIA cpu; do
-    echo "== $dev test_ops onepass"
-    grep -E "^FAIL" "$out/$dev-onepass.log" | cut -c1-240 | head -8
-    tail -1 "$out/$dev-onepass.log" | cut -c1-300
-  done
-fi
+gpu_test_ops "$root" "$out" onepass NVIDIA,cpu
 BASE=. BASE_ENV='' HEAD_ENV=CLNORM_LN_ONEPASS=1 OUT=$out ROUNDS=${ROUNDS:-3} \
   timeout "${AB_LIMIT:-360}" bash scripts/ab_builds.sh \
   --grid 16384x512,16384x1024,4096x4096,8192x8192,32768x1024,65536x512,4096x16384 \

@@ -25,14 +25,8 @@ export CLNORM_NO_BUILTIN=1
 # shellcheck source=scripts/gpu_build.sh
 source "$root/scripts/gpu_build.sh"
 trees=$(mktemp -d)
-if gpu_tree_copy "$trees/test" docs/wip/issue20/fwd-held-floats.patch &&
-  root=$trees/test TESTS=ON gpu_build "$trees/test/build-tests" test_ops >/dev/null; then
-  CLNORM_TEST_DEVICE=NVIDIA timeout "${TEST_LIMIT:-240}" "$trees/test/build-tests/tests/test_ops" \
-    forward >"$out/NVIDIA-forward.log" 2>&1
-  echo "== NVIDIA test_ops forward (hf32): rc=$?"
-  grep -E "^FAIL" "$out/NVIDIA-forward.log" | cut -c1-240 | head -8
-  tail -1 "$out/NVIDIA-forward.log" | cut -c1-300
-fi
+gpu_tree_copy "$trees/test" docs/wip/issue20/fwd-held-floats.patch &&
+  gpu_test_ops "$trees/test" "$out" forward NVIDIA
 mkdir -p "$out/arms"
 OUT=$out/arms ARM_TREES=$trees ROUNDS=${ROUNDS:-3} \
   ARMS="base=. hf32=docs/wip/issue20/fwd-held-floats.patch hf16=docs/wip/issue20/fwd-held-floats-16.patch hf64=docs/wip/issue20/fwd-held-floats-64.patch" \
