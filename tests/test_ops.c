@@ -1222,8 +1222,20 @@ static void same_bits_all(void) {
     same_bits(&cases[i]);
 }
 
+/* The parts of the suite, one ctest each (tests/CMakeLists.txt); a name not among them is refused,
+ * so that a mistyped part cannot run another part and pass. */
+static const char *const parts[] = {"forward", "add", "backward", "strips", "store"};
+
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "forward";
+  int known = 0;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    known |= strcmp(part, parts[i]) == 0;
+  if (argc > 2 || !known) {
+    fprintf(stderr, "usage: test_ops [forward|add|backward|strips|store] (not \"%s\")\n",
+            argc > 2 ? argv[2] : part);
+    return 2;
+  }
   char title[64];
   snprintf(title, sizeof title, "test_ops %s", part);
   harness_open(&h, title);
@@ -1249,7 +1261,7 @@ int main(int argc, char **argv) {
     split_row_lanes();
   } else if (strcmp(part, "strips") == 0) {
     strip_path();
-  } else {
+  } else { /* store */
     conversions();
     for (int o = 4; o <= 5; o++) {
       finite_differences((clnorm_op)o, 3, 7);
