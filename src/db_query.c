@@ -214,6 +214,64 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
   return CLNORM_OK;
 }
 
+clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *device,
+                                 const clnorm_result *shape, size_t max, clnorm_result *out,
+                                 size_t *count, uint64_t *hash, char *err, size_t err_size) {
+  if (count)
+    *count = 0;
+  if (hash)
+    *hash = 0;
+  clnorm_status status =
+      clnorm__db_check_device(db, device, !shape || (max && !out) || !count || !hash,
+                              "shape, out, count or hash", err, err_size);
+  if (status != CLNORM_OK)
+    return status;
+  sqlite3_int64 id = -1;
+  int rc = clnorm__db_device_id(db, device, 0, &id);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
+  if (id < 0 || max == 0)
+    return CLNORM_OK;
+  /* the other kernel hash measured last on this shape (its newest row), then its rows: "ok"
+   * first, then those cut short as slow (their time a bound from below), each fastest first */
+  static const char text[] =
+      "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+      " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype, r.cols,"
+      " r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
+      ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at, r.clnorm_version"
+      " FROM results r JOIN devices d ON d.id = r.device_id"
+      " WHERE r.device_id = ?1 AND r.op = ?3 AND r.dtype = ?4 AND r.cols = ?5"
+      " AND r.row_class = ?6 AND r.status IN ('ok', 'slow') AND r.median_s IS NOT NULL"
+      " AND r.kernel_hash = (SELECT kernel_hash FROM results WHERE device_id = ?1"
+      " AND kernel_hash <> ?2 AND op = ?3 AND dtype = ?4 AND cols = ?5 AND row_class = ?6"
+      " AND status IN ('ok', 'slow') AND median_s IS NOT NULL"
+      " ORDER BY measured_at DESC, id DESC LIMIT 1)"
+      " ORDER BY r.status <> 'ok', r.median_s, r.min_s, r.id LIMIT ?7";
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);
+  if (rc != SQLITE_OK)
+    return clnorm__db_sql_error(db, rc, "listing earlier kernels' results", err, err_size);
+  clnorm__db_bind_shape(st, id, shape->kernel_hash, shape->op, shape->dtype, shape->cols,
+                        shape->row_class);
+  sqlite3_bind_int64(st, 7, max > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)max);
+  db->skipped = 0;
+  db->skipped_why[0] = '\0';
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW && *count < max) {
+    clnorm_device_identity d;
+    char reason[sizeof db->skipped_why];
+    if (!clnorm__db_read_row(st, &d, &out[*count], reason, sizeof reason)) {
+      if (db->skipped++ == 0)
+        snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
+      continue;
+    }
+    *hash = out[*count].kernel_hash;
+    ++*count;
+  }
+  if (rc == SQLITE_ROW)
+    rc = SQLITE_DONE;
+  return clnorm__db_end_listing(db, st, rc, "listing earlier kernels' results", err, err_size);
+}
+
 /* Steps st, a prepared SELECT count(*) (rc: what its preparation returned), for the count in
  * *out (0 where it fails) and finalizes it: SQLite's result code. */
 static int count_rows(int rc, sqlite3_stmt *st, uint64_t *out) {

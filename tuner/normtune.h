@@ -341,14 +341,22 @@ int resume_shape(search *se, size_t limit);
  *   anneal      simulated annealing over the parameter grid: a move changes one parameter; a
  *               slower neighbour is accepted with probability exp(-(t_new / t_cur - 1) / T), T
  *               falling from 0.2 to 0.005 over the evaluations; when every neighbour has been
- *               seen, it jumps to a random unseen candidate */
+ *               seen, it jumps to a random unseen candidate
+ *   seeded      after an edit of the kernels: the SEEDED_TOP fastest candidates the database
+ *               holds for the shape under the kernel hash measured there last
+ *               (clnorm__db_earlier), which an edit that keeps the variant space rarely
+ *               reorders much; the confirmation and the A/B against the heuristic then guard the
+ *               shape as in any search. A shape with no such results is annealed, and the run
+ *               says so. A shape is done when its A/B is stored (resume_shape). */
 typedef struct strategy {
   const char *name;
   void (*run)(search *se, size_t start, size_t limit, clnorm_rng *rng);
   int prebuild; /* builds every candidate first (prebuild_all) */
   int sampled;  /* takes --fraction and --seed; normtune strategies compares these */
+  int seeded;   /* reads its candidates from the database: --fraction does not apply */
 } strategy;
-#define STRATEGIES 3
+#define STRATEGIES 4
+#define SEEDED_TOP 16
 extern const strategy strategies[STRATEGIES];
 /* The strategy named `name`, or NULL. */
 const strategy *find_strategy(const char *name);

@@ -209,7 +209,9 @@ static unsigned command_options(const char *cmd, const options *o) {
   const unsigned select = OPT_DEVICE | OPT_DB | OPT_OPS | OPT_DTYPES;
   if (strcmp(cmd, "tune") == 0)
     return select | OPT_COLS | OPT_ROWS | OPT_BUDGET | OPT_STRATEGY | OPT_QUIET |
-           (find_strategy(o->strategy)->sampled ? OPT_FRACTION | OPT_SEED : 0);
+           (find_strategy(o->strategy)->sampled || find_strategy(o->strategy)->seeded
+                ? OPT_FRACTION | OPT_SEED
+                : 0);
   if (strcmp(cmd, "build") == 0)
     return OPT_DEVICE | OPT_OPS | OPT_DTYPES | OPT_COLS | OPT_PART | OPT_QUIET;
   if (strcmp(cmd, "show") == 0)
@@ -246,8 +248,8 @@ void check_command_options(const char *cmd, const options *o) {
         cmd, cmd);
   if (strcmp(cmd, "tune") == 0 && (bit == OPT_FRACTION || bit == OPT_SEED))
     die(EXIT_USAGE,
-        "%s applies to --strategy random and anneal, not exhaustive (every "
-        "candidate)",
+        "%s applies to --strategy random and anneal (and seeded's shapes with nothing to "
+        "seed from), not exhaustive (every candidate)",
         option_names[k]);
   if (strcmp(cmd, "show") == 0 && (bit == OPT_JSON || bit == OPT_C_TABLE))
     die(EXIT_USAGE, "show takes --json or --c-table, not both");
@@ -279,7 +281,7 @@ const char usage[] =
     "  tune                    search the variants and store the winners\n"
     "      [--device NAME|INDEX|gpu|cpu] [--db PATH] [--ops OP,...] [--dtypes f32,f16,bf16]\n"
     "      [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
-    "      [--strategy exhaustive|random|anneal] [--fraction F] [--seed N] [--quiet]\n"
+    "      [--strategy exhaustive|random|anneal|seeded] [--fraction F] [--seed N] [--quiet]\n"
     "  build [--device ...] [--ops ...] [--dtypes ...] [--cols ...] [--part I/N] [--quiet]\n"
     "                          tune's candidate programs into the binary cache, a share per\n"
     "                          process\n"
@@ -322,7 +324,8 @@ const char usage[] =
     "of two and common hidden sizes) for rows 8, 128, 2048, 16384 (one per row class); bench\n"
     "without them runs cols 4096 and 65536 at rows 256. Ctrl-C keeps every result measured so\n"
     "far; the same command resumes. --strategy anneal (default) and random evaluate --fraction\n"
-    "(default 0.3) of the candidates of each shape; --budget bounds the whole run.\n"
+    "(default 0.3) of the candidates of each shape, seeded the 16 fastest under the kernels\n"
+    "the shape was tuned with last; --budget bounds the whole run.\n"
     "\n"
     "examples:\n"
     "  normtune devices\n"
@@ -377,8 +380,8 @@ static const command_help helps[] = {
     {"tune",
      "usage: normtune tune [--device D] [--db PATH] [--ops OP,...] [--dtypes D,...]\n"
      "                     [--cols N,N,...] [--rows N,N,...] [--budget SECONDS]\n"
-     "                     [--strategy exhaustive|random|anneal] [--fraction F] [--seed N]\n"
-     "                     [--quiet]\n"
+     "                     [--strategy exhaustive|random|anneal|seeded] [--fraction F]\n"
+     "                     [--seed N] [--quiet]\n"
      "\n"
      "Searches the kernel variants of each shape (op x dtype x cols x rows: every value of\n"
      "each list with every value of the others), verifies each candidate against a float64\n"
@@ -393,9 +396,13 @@ static const command_help helps[] = {
      "  --rows N,...          row counts (default: 8, 128, 2048, 16384: one per row class)\n"
      "  --budget SECONDS      stop after this long; the time is shared by the shapes left\n"
      "                        (a run whose budget ends before it measured anything says so)\n"
-     "  --strategy S          exhaustive (every candidate), random, or anneal (default)\n"
-     "  --fraction F          random and anneal only: share of the candidates (default 0.3)\n"
-     "  --seed N              random and anneal only: the seed, 0 or more (default 1)\n"
+     "  --strategy S          exhaustive (every candidate), random, anneal (default), or\n"
+     "                        seeded: after an edit of the kernels, the 16 fastest variants\n"
+     "                        of each shape under the kernels it was tuned with last, then\n"
+     "                        the A/B against the heuristic (a shape with none: anneal)\n"
+     "  --fraction F          random and anneal (and seeded's shapes with none): share of\n"
+     "                        the candidates (default 0.3)\n"
+     "  --seed N              the same: the seed, 0 or more (default 1)\n"
      "  --quiet               no progress lines\n"
      "\n"
      "Ctrl-C keeps every result measured so far; the same command resumes.\n"
@@ -405,6 +412,7 @@ static const command_help helps[] = {
      "  normtune tune --device H100 --cols 4096,8192 --rows 16384\n"
      "  normtune tune --ops all --dtypes all --cols 4096 --budget 1800\n"
      "  normtune tune --ops layernorm --cols 4096 --rows 4096 --strategy exhaustive\n"
+     "  normtune tune --ops all --dtypes all --strategy seeded   # after a kernel edit\n"
      "\n"
      "exit status: 0 success, 1 failure (the message says what to do), 2 bad usage,\n"
      "6 the database cannot be written (disk full, I/O error, the file replaced or\n"

@@ -328,9 +328,42 @@ static void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) 
   free(nb);
 }
 
-const strategy strategies[STRATEGIES] = {{"exhaustive", run_exhaustive, 1, 0},
-                                         {"random", run_random, 0, 1},
-                                         {"anneal", run_anneal, 0, 1}};
+static void run_seeded(search *se, size_t start, size_t limit, clnorm_rng *rng) {
+  (void)limit;
+  if (start < se->n)
+    evaluate(se, start);
+  clnorm_result key, earlier[SEEDED_TOP];
+  result_key(se, &se->c[start < se->n ? start : 0].v, &key);
+  size_t count = 0;
+  uint64_t hash = 0;
+  char err[1024];
+  const clnorm_status st = clnorm__db_earlier(se->db, &se->s->identity, &key, SEEDED_TOP, earlier,
+                                              &count, &hash, err, sizeof err);
+  if (st != CLNORM_OK)
+    die(EXIT_DB, "reading the earlier kernels' results of %s %s %zu x %zu: %s", op_name(se->sh->op),
+        dtype_name(se->sh->dtype), se->sh->rows, se->sh->cols, err);
+  size_t seeds = 0;
+  for (size_t k = 0; k < count && !out_of_time(se); k++) {
+    const size_t i = find_candidate(se, &earlier[k].variant);
+    if (i < se->n) { /* a variant the space no longer holds is passed over */
+      evaluate(se, i);
+      seeds++;
+    }
+  }
+  if (seeds > 0)
+    return;
+  fprintf(stderr,
+          "%snormtune: %s %s %zu x %zu: no results of earlier kernels to seed from: annealing "
+          "(--fraction %g)\n",
+          se->tty ? "\r\033[K" : "", op_name(se->sh->op), dtype_name(se->sh->dtype), se->sh->rows,
+          se->sh->cols, se->o->fraction);
+  run_anneal(se, start, (size_t)ceil(se->o->fraction * (double)se->n), rng);
+}
+
+const strategy strategies[STRATEGIES] = {{"exhaustive", run_exhaustive, 1, 0, 0},
+                                         {"random", run_random, 0, 1, 0},
+                                         {"anneal", run_anneal, 0, 1, 0},
+                                         {"seeded", run_seeded, 0, 0, 1}};
 
 const strategy *find_strategy(const char *name) {
   for (int i = 0; i < STRATEGIES; i++)

@@ -158,7 +158,7 @@ int cmd_tune(const options *o) {
                 tool_now() + (se.deadline - tool_now()) / (double)(se.shape_count - se.shape_index);
           const size_t limit = (size_t)ceil(o->fraction * (double)se.n);
           const strategy *strat = find_strategy(o->strategy);
-          if (!resume_shape(&se, strat->sampled ? limit : se.n)) {
+          if (!resume_shape(&se, strat->sampled ? limit : strat->seeded ? 1 : se.n)) {
             if (!search_load(&se)) {
               skipped++;
               se.deadline = shape_deadline_save;
