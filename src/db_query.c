@@ -232,20 +232,26 @@ clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *de
     return clnorm__db_sql_error(db, rc, "looking up the device", err, err_size);
   if (id < 0 || max == 0)
     return CLNORM_OK;
-  /* the other kernel hash measured last on this shape (its newest row), then its rows: "ok"
+  /* h: the device's kernel hashes, one index seek each (a skip-scan: scanning the device's rows
+   * for them took 60 ms a shape on the H200's 283,000 results, this 1 ms); e: for each but the
+   * current, the newest timed row of the shape; then the rows of the newest such hash: "ok"
    * first, then those cut short as slow (their time a bound from below), each fastest first */
   static const char text[] =
-      "SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
+      "WITH RECURSIVE h(k) AS (SELECT min(kernel_hash) FROM results WHERE device_id = ?1"
+      " UNION ALL SELECT (SELECT min(kernel_hash) FROM results WHERE device_id = ?1"
+      " AND kernel_hash > h.k) FROM h WHERE h.k IS NOT NULL),"
+      " e(k, t) AS (SELECT k, (SELECT max(measured_at) FROM results WHERE device_id = ?1"
+      " AND kernel_hash = h.k AND op = ?3 AND dtype = ?4 AND cols = ?5 AND row_class = ?6"
+      " AND status IN ('ok', 'slow') AND median_s IS NOT NULL) FROM h"
+      " WHERE k IS NOT NULL AND k <> ?2)"
+      " SELECT d.vendor_id, d.vendor, d.name, d.driver_version, d.opencl_version,"
       " d.compute_units, d.max_clock_mhz, d.local_mem, r.kernel_hash, r.op, r.dtype, r.cols,"
       " r.row_class, r.rows" CLNORM_VARIANT_SQL_R_COLUMNS
       ", r.status, r.median_s, r.min_s, r.gbps, r.max_err, r.measured_at, r.clnorm_version"
       " FROM results r JOIN devices d ON d.id = r.device_id"
       " WHERE r.device_id = ?1 AND r.op = ?3 AND r.dtype = ?4 AND r.cols = ?5"
       " AND r.row_class = ?6 AND r.status IN ('ok', 'slow') AND r.median_s IS NOT NULL"
-      " AND r.kernel_hash = (SELECT kernel_hash FROM results WHERE device_id = ?1"
-      " AND kernel_hash <> ?2 AND op = ?3 AND dtype = ?4 AND cols = ?5 AND row_class = ?6"
-      " AND status IN ('ok', 'slow') AND median_s IS NOT NULL"
-      " ORDER BY measured_at DESC, id DESC LIMIT 1)"
+      " AND r.kernel_hash = (SELECT k FROM e WHERE t IS NOT NULL ORDER BY t DESC, k LIMIT 1)"
       " ORDER BY r.status <> 'ok', r.median_s, r.min_s, r.id LIMIT ?7";
   sqlite3_stmt *st = NULL;
   rc = sqlite3_prepare_v2(db->sql, text, -1, &st, NULL);

@@ -330,6 +330,8 @@ static void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) 
 
 static void run_seeded(search *se, size_t start, size_t limit, clnorm_rng *rng) {
   (void)limit;
+  if (se->n == 0)
+    return;
   if (start < se->n)
     evaluate(se, start);
   clnorm_result key, earlier[SEEDED_TOP];

@@ -5,7 +5,8 @@
 # change). Checks, each able to fail:
 # - the seeded run evaluates exactly the 16 fastest variants stored under the earlier hash, plus
 #   the heuristic's (read back from the database: a strategy reading the slowest, or every
-#   stored variant, or the wrong hash gives another set), and nothing else;
+#   stored variant, or the wrong hash gives another set), and nothing else; an older hash's rows
+#   (measured a day before, fastest in the reverse order) are not the seeds;
 # - it stores the shape's A/B under the current hash, and the same command then reads the shape
 #   back without measuring;
 # - a shape with nothing stored under any other hash is annealed, and the run says so on stderr;
@@ -14,6 +15,7 @@ source "$(dirname "$0")/common.sh"
 DB=$WORK/tuning.db
 command -v sqlite3 >/dev/null || fail "the sqlite3 command-line tool is missing (scripts/deps.sh)"
 EARLIER=00000000000000aa
+OLDER=00000000000000bb
 
 expect_rc 0 version "$NORMTUNE" --version
 current=$(sed -n 's/^kernel sources \([0-9a-f]*\) forward, .*/\1/p' "$WORK/version.out")
@@ -37,7 +39,16 @@ step "play an edit of the kernels: every row moves to hash $EARLIER"
 for table in results heuristic ab; do
   sqlite3 "$DB" "UPDATE $table SET kernel_hash = '$EARLIER'" || fail "cannot update $table"
 done
+# an older edit's rows too, measured a day before and in the reverse order of speed: the seeds
+# come from the hash measured last on the shape, not from the other
+sqlite3 "$DB" "INSERT INTO results (device_id, kernel_hash, op, dtype, cols, row_class, wg, tpr,
+  vec, hold, reduce, stats, rows, status, median_s, min_s, gbps, max_err, measured_at,
+  clnorm_version) SELECT device_id, '$OLDER', op, dtype, cols, row_class, wg, tpr, vec, hold,
+  reduce, stats, rows, status, 1e-6 / median_s, 1e-6 / min_s, gbps, max_err, measured_at - 86400,
+  clnorm_version FROM results WHERE kernel_hash = '$EARLIER'" || fail "cannot add the older rows"
 variants "$EARLIER" 16 | sort >"$WORK/seeds.txt"
+[[ $(variants "$OLDER" 16 | sort) != "$(cat "$WORK/seeds.txt")" ]] ||
+  fail "the older hash's 16 fastest are the earlier one's: the test cannot tell them apart"
 [[ $(wc -l <"$WORK/seeds.txt") -eq 16 ]] || fail "fewer than 16 seeds stored under $EARLIER"
 [[ -z $(variants "$current") ]] || fail "rows are left under the current hash"
 earlier_rows=$(sqlite3 -readonly "$DB" "SELECT count(*) FROM results WHERE kernel_hash = '$EARLIER'")
