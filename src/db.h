@@ -195,13 +195,12 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
  * under another kernel hash than shape->kernel_hash: those of the one most recently measured
  * there (an earlier edit of the op's family's kernels), the "ok" ones fastest first, then those
  * cut short as slow (their time a bound from below) fastest first, at most `max` of them into
- * out[] (room for max), their number in *count and that kernel hash in *hash (0 where none is
- * stored).
- * What normtune's seeded strategy starts a shape's search from after a kernel edit.
- * CLNORM_E_INVALID_ARG, CLNORM_E_DB. */
+ * out[] (room for max), their number in *count (each names its kernel hash). What normtune's
+ * seeded strategy starts a shape's search from after a kernel edit. CLNORM_E_INVALID_ARG,
+ * CLNORM_E_DB. */
 clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *device,
                                  const clnorm_result *shape, size_t max, clnorm_result *out,
-                                 size_t *count, uint64_t *hash, char *err, size_t err_size);
+                                 size_t *count, char *err, size_t err_size);
 
 /* Counts this device's stale results under hashes (see clnorm_db_stale) into *out. */
 clnorm_status clnorm__db_stale(clnorm_db *db, const clnorm_device_identity *device,

@@ -216,14 +216,11 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
 
 clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *device,
                                  const clnorm_result *shape, size_t max, clnorm_result *out,
-                                 size_t *count, uint64_t *hash, char *err, size_t err_size) {
+                                 size_t *count, char *err, size_t err_size) {
   if (count)
     *count = 0;
-  if (hash)
-    *hash = 0;
-  clnorm_status status =
-      clnorm__db_check_device(db, device, !shape || (max && !out) || !count || !hash,
-                              "shape, out, count or hash", err, err_size);
+  clnorm_status status = clnorm__db_check_device(db, device, !shape || (max && !out) || !count,
+                                                 "shape, out or count", err, err_size);
   if (status != CLNORM_OK)
     return status;
   sqlite3_int64 id = -1;
@@ -270,7 +267,6 @@ clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *de
         snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
       continue;
     }
-    *hash = out[*count].kernel_hash;
     ++*count;
   }
   if (rc == SQLITE_ROW)

@@ -1232,8 +1232,10 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     known |= strcmp(part, parts[i]) == 0;
   if (argc > 2 || !known) {
-    fprintf(stderr, "usage: test_ops [forward|add|backward|strips|store] (not \"%s\")\n",
-            argc > 2 ? argv[2] : part);
+    fprintf(stderr, "usage: test_ops [");
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+      fprintf(stderr, "%s%s", i ? "|" : "", parts[i]);
+    fprintf(stderr, "] (not \"%s\")\n", argc > 2 ? argv[2] : part);
     return 2;
   }
   char title[64];

@@ -207,11 +207,10 @@ void parse_options(int argc, char **argv, int first, options *o) {
 /* The options each command takes; any other is a usage error. */
 static unsigned command_options(const char *cmd, const options *o) {
   const unsigned select = OPT_DEVICE | OPT_DB | OPT_OPS | OPT_DTYPES;
+  const strategy *strat = find_strategy(o->strategy);
   if (strcmp(cmd, "tune") == 0)
     return select | OPT_COLS | OPT_ROWS | OPT_BUDGET | OPT_STRATEGY | OPT_QUIET |
-           (find_strategy(o->strategy)->sampled || find_strategy(o->strategy)->seeded
-                ? OPT_FRACTION | OPT_SEED
-                : 0);
+           (strat->sampled || strat->seeded ? OPT_FRACTION | OPT_SEED : 0);
   if (strcmp(cmd, "build") == 0)
     return OPT_DEVICE | OPT_OPS | OPT_DTYPES | OPT_COLS | OPT_PART | OPT_QUIET;
   if (strcmp(cmd, "show") == 0)

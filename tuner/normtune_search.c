@@ -328,8 +328,8 @@ static void run_anneal(search *se, size_t start, size_t limit, clnorm_rng *rng) 
   free(nb);
 }
 
+/* limit: anneal's, for a shape with nothing to seed from (the run's --fraction of the candidates) */
 static void run_seeded(search *se, size_t start, size_t limit, clnorm_rng *rng) {
-  (void)limit;
   if (se->n == 0)
     return;
   if (start < se->n)
@@ -337,10 +337,9 @@ static void run_seeded(search *se, size_t start, size_t limit, clnorm_rng *rng) 
   clnorm_result key, earlier[SEEDED_TOP];
   result_key(se, &se->c[start < se->n ? start : 0].v, &key);
   size_t count = 0;
-  uint64_t hash = 0;
   char err[1024];
   const clnorm_status st = clnorm__db_earlier(se->db, &se->s->identity, &key, SEEDED_TOP, earlier,
-                                              &count, &hash, err, sizeof err);
+                                              &count, err, sizeof err);
   if (st != CLNORM_OK)
     die(EXIT_DB, "reading the earlier kernels' results of %s %s %zu x %zu: %s", op_name(se->sh->op),
         dtype_name(se->sh->dtype), se->sh->rows, se->sh->cols, err);
@@ -359,7 +358,7 @@ static void run_seeded(search *se, size_t start, size_t limit, clnorm_rng *rng) 
           "(--fraction %g)\n",
           se->tty ? "\r\033[K" : "", op_name(se->sh->op), dtype_name(se->sh->dtype), se->sh->rows,
           se->sh->cols, se->o->fraction);
-  run_anneal(se, start, (size_t)ceil(se->o->fraction * (double)se->n), rng);
+  run_anneal(se, start, limit, rng);
 }
 
 const strategy strategies[STRATEGIES] = {{"exhaustive", run_exhaustive, 1, 0, 0},
