@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # One GPU call (carry .device-kit), issues 21 and 22, about 4 minutes: LayerNorm's 16-bit backward
-# of more than 16384 columns on NVIDIA (docs/wip/issue21/bwd16-ln-long.patch, src/variants.c):
-# the row not held, 256 x 4 below 1024 rows and 128 x 8 from 1024 rows on, in place of the
-# heuristic's 1024 x 4 x 8 held row (16385-32768 columns) and 256 x 4 (more). From normtune's
-# A/Bs of the backward's tune (session 53, docs/wip/issue22/README.md): at 32768 columns the
-# held row lost 2.0-3.3x at 64-256 rows and 1.35-1.65x at 1024-16384; 65536 columns 1.15-1.31x
-# at 1024-4096 rows. This call checks the rule through the dispatcher on shapes the tune never
-# timed (20480, 24576, 49152 columns) and on its own shapes, with controls the rule leaves alone.
+# of 16385-32768 columns on NVIDIA (docs/wip/issue21/bwd16-ln-long.patch, src/variants.c): held
+# by 512 work-items at most, so those rows are not held (256 x 4, the rule for rows not held) in
+# place of the heuristic's 1024 x 4 x 8 held row. From the backward's tune (session 53,
+# docs/wip/issue22/README.md): at 32768 columns the held row lost to the unheld 256 x 4 at every
+# row class timed (8, 128 and 16384 rows: 1.18x, 2.5x, 1.10-1.42x; A/Bs at 64-256 rows 2.0-3.3x).
+# The patch is the same at every row count (tests/test_plan_rules.c): the 128 x 8 that won at
+# 1024-16384 rows (1.35-1.65x over the held row) is the tuned table's, per row class.
+# This call checks the rule through the dispatcher on shapes the tune never timed (20480, 24576
+# columns) and on its own shapes, with controls the rule leaves alone (49152-65536 columns,
+# 4096 x 16384, 16 x 4194304, RMSNorm).
 # Arms (session50/arms.sh, every output checked against the float64 reference), 2 rounds.
-# Prediction: 32768 columns 1.3-3x, 20480-24576 1.1-2x (the held row's registers cost there
-# too), 49152-65536 at 1024+ rows 1.1-1.3x, the controls (4096 x 16384, 16 x 4194304, RMSNorm,
-# float32) 1.00x. A shape of 20480-24576 below 1.0x: the rule's lower bound moves up.
+# Prediction: 32768 columns 1.1-3x (most at 64-256 rows), 20480-24576 1.05-2x, the controls
+# 1.00x. A shape of 20480-24576 below 1.0x: the rule's lower bound moves up.
 # Files in $OUT: arms.md, all.tar.gz.
 set -uo pipefail
 out=${OUT:?}
