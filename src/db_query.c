@@ -49,42 +49,20 @@ int clnorm__db_prepare_listing(clnorm_db *db, const char *text, int by_device, s
   return SQLITE_OK;
 }
 
-/* Called by each_row with a row read from st; nonzero stops the listing. */
-typedef int (*row_take_fn)(void *user, sqlite3_stmt *st, const clnorm_device_identity *device,
-                           const clnorm_result *result);
-
-/* Steps st over its rows, each read as a device and a result and handed to take until it returns
- * nonzero; a row this build cannot read is counted in db->skipped (the first one's reason kept)
- * and passed over. SQLite's result code: SQLITE_DONE at the end or where take stopped. */
-static int each_row(clnorm_db *db, sqlite3_stmt *st, row_take_fn take, void *user) {
-  db->skipped = 0;
-  db->skipped_why[0] = '\0';
+/* Steps st to its next row that this build can read, into device and result: SQLITE_ROW, else
+ * SQLite's result code (SQLITE_DONE at the end). A row it cannot read is counted in db->skipped
+ * (the first one's reason kept; the caller zeroes both before the listing) and passed over. */
+static int next_row(clnorm_db *db, sqlite3_stmt *st, clnorm_device_identity *device,
+                    clnorm_result *result) {
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    clnorm_device_identity d;
-    clnorm_result r;
     char reason[sizeof db->skipped_why];
-    if (!clnorm__db_read_row(st, &d, &r, reason, sizeof reason)) {
-      if (db->skipped++ == 0)
-        snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
-      continue;
-    }
-    if (take(user, st, &d, &r))
-      return SQLITE_DONE;
+    if (clnorm__db_read_row(st, device, result, reason, sizeof reason))
+      break;
+    if (db->skipped++ == 0)
+      snprintf(db->skipped_why, sizeof db->skipped_why, "%s", reason);
   }
   return rc;
-}
-
-/* clnorm__db_list's row function and its user pointer, for each_row */
-typedef struct list_ctx {
-  clnorm_db_row_fn fn;
-  void *user;
-} list_ctx;
-
-static int list_take(void *user, sqlite3_stmt *st, const clnorm_device_identity *device,
-                     const clnorm_result *result) {
-  const list_ctx *ctx = user;
-  return ctx->fn(ctx->user, device, result, sqlite3_column_int(st, 27) != 0);
 }
 
 clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *device,
@@ -164,8 +142,15 @@ clnorm_status clnorm__db_list(clnorm_db *db, const clnorm_device_identity *devic
   int rc = clnorm__db_prepare_listing(db, text, device != NULL, id, hashes, hash, &st);
   if (rc != SQLITE_OK)
     return clnorm__db_sql_error(db, rc, "listing results", err, err_size);
-  list_ctx ctx = {fn, user};
-  rc = each_row(db, st, list_take, &ctx);
+  db->skipped = 0;
+  db->skipped_why[0] = '\0';
+  clnorm_device_identity d;
+  clnorm_result r;
+  while ((rc = next_row(db, st, &d, &r)) == SQLITE_ROW)
+    if (fn(user, &d, &r, sqlite3_column_int(st, 27) != 0)) {
+      rc = SQLITE_DONE;
+      break;
+    }
   return clnorm__db_end_listing(db, st, rc, "listing results", err, err_size);
 }
 
@@ -238,20 +223,6 @@ clnorm_status clnorm__db_winners(clnorm_db *db, const clnorm_device_identity *de
   return CLNORM_OK;
 }
 
-/* clnorm__db_earlier's output array, for each_row */
-typedef struct earlier_ctx {
-  clnorm_result *out;
-  size_t *count, max;
-} earlier_ctx;
-
-/* Appends the row to the output; stops when it is full. */
-static int earlier_take(void *user, sqlite3_stmt *st, const clnorm_device_identity *device,
-                        const clnorm_result *result) {
-  earlier_ctx *ctx = user;
-  ctx->out[(*ctx->count)++] = *result;
-  return *ctx->count >= ctx->max;
-}
-
 clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *device,
                                  const clnorm_result *shape, size_t max, clnorm_result *out,
                                  size_t *count, char *err, size_t err_size) {
@@ -295,8 +266,13 @@ clnorm_status clnorm__db_earlier(clnorm_db *db, const clnorm_device_identity *de
   clnorm__db_bind_shape(st, id, shape->kernel_hash, shape->op, shape->dtype, shape->cols,
                         shape->row_class);
   sqlite3_bind_int64(st, 7, max > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)max);
-  earlier_ctx ctx = {out, count, max};
-  rc = each_row(db, st, earlier_take, &ctx);
+  db->skipped = 0;
+  db->skipped_why[0] = '\0';
+  clnorm_device_identity d;
+  while (*count < max && (rc = next_row(db, st, &d, &out[*count])) == SQLITE_ROW)
+    ++*count;
+  if (rc == SQLITE_ROW)
+    rc = SQLITE_DONE;
   return clnorm__db_end_listing(db, st, rc, "listing earlier kernels' results", err, err_size);
 }
 
