@@ -196,7 +196,11 @@ static int log_first(clnorm_ctx *ctx, uint64_t key) {
 static uint64_t log_key(const clnorm_call *call, const clnorm_variant *v, uint64_t tag) {
   const uint64_t shape = (uint64_t)call->cols << 8 | (uint64_t)call->op << 5 |
                          (uint64_t)call->dtype << 2 | clnorm__row_class(call->rows);
-  return shape ^ (clnorm__variant_key(call->op, call->dtype, v) + tag) * 0x9e3779b97f4a7c15ull;
+  /* The tag in bits of its own: added to the variant's key (whose lowest bit is the stats), the
+   * forced two-pass variant's line and the tuned Welford one's shared a key, and the second was
+   * never logged. The key uses 29 bits; the multiplication by an odd number keeps it unique. */
+  _Static_assert(2 * CLNORM__CHOICE_COUNT <= 32, "log_key keeps the tag in 5 bits");
+  return shape ^ (clnorm__variant_key(call->op, call->dtype, v) << 5 | tag) * 0x9e3779b97f4a7c15ull;
 }
 
 /* The info line, once per shape class and entry, of a table's entry `v` not used because its A/B

@@ -72,7 +72,8 @@ for op in add_layernorm rmsnorm_bwd; do
     line=$(grep "\"op\": \"$op\", \"dtype\": \"$dtype\"" "$WORK/bench.out")
     [[ $line == *"\"why\": \"tuned\""* && $line == *"\"variant\": \"$want\""* ]] ||
       fail "bench $op $dtype did not run the tuned winner $want: $line"
-    # the first call of the shape class logs it: bench's check on its 40-row verification set
+    # the first call of the shape class through the dispatcher logs it: the timed calls (64 rows;
+    # bench checks the chosen variant forced on its 40-row verification set)
     grep -qE "^clnorm: $op $dtype rows=[0-9]+ cols=256 on .*: $want \(tuned\)$" \
       "$WORK/bench.err" ||
       fail "CLNORM_LOG=info does not show $op $dtype running $want (tuned): $(grep -F "$op" \
