@@ -292,7 +292,19 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
        * compute unit): float32 65536 columns at 1024 x 16 x 4 ran at 0.84x the row re-read by
        * 256 (H200, docs/wip/issue21/wide-ab-2026-11-30) */
       const size_t regs = hold * wide_vec * clnorm__dtype_size(call->dtype) / 4;
-      if (unheld && (call->cols + t - 1) / t <= elems && (bwd16 || regs <= 32768 / t)) {
+      /* LayerNorm's 16-bit backward is held by 512 work-items at most: its rows of 16385-32768
+       * columns, held by 1024 as 8 vectors of 4, go to the rule for rows not held (below).
+       * normtune's timings on the H200 (2026-12-01, docs/wip/issue22's database, 32768 columns):
+       * the unheld 256 x 4 against the held 1024 x 4 x 8 at 8, 128 and 16384 rows 18.5 us against
+       * 21.9, 37.4 against 93.4 (bfloat16) and 1510 against 2151 (bfloat16; float16 1772 against
+       * 1945); its A/Bs at 64-256 rows 2.0-3.3x. Through the dispatcher (H100, 2026-12-07,
+       * session50/arms.sh, one round, every output checked; docs/wip/issue21): 128 x 32768
+       * 2.48-2.54x, 256 x 24576 3.16-3.18x, 1024 x 20480 1.07-1.18x, 16384 x 32768 1.02-1.26x;
+       * 4096 x 65536, which the rule leaves alone, 1.00-1.01x. */
+      const int ln16_unheld = bwd16 && call->op == CLNORM_OP_LAYERNORM_BWD && t > 512;
+      if (unheld && ln16_unheld && (call->cols + t - 1) / t <= elems) {
+        v.hold = 0;
+      } else if (unheld && (call->cols + t - 1) / t <= elems && (bwd16 || regs <= 32768 / t)) {
         v.tpr = v.wg = (unsigned)t;
         v.vec = wide_vec;
         v.hold = hold;

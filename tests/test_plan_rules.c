@@ -153,6 +153,10 @@ int main(void) {
     /* a row not held (more than 32 elements a work-item at 1024): vectors of 4 */
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 65536, 256, 0, 4);
     expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 49152, 256, 0, 4);
+    /* LayerNorm's held by 512 at most: 16385-32768 columns not held (RMSNorm's by 1024) */
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 32768, 256, 0, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 16385, 256, 0, 4);
+    expect_held(&gpu, CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d, 16384, 512, 8, 4);
     expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 65536, 256, 0, 4);
     expect_held(&gpu, CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d, 49152, 256, 0, 4);
   }
