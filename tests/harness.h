@@ -59,10 +59,16 @@ typedef struct errors {
  * Returns the clnorm status; *e receives the errors; *gaps_ok is 0 when an element of y's
  * buffer outside the matrix changed (in place: an element of x's buffer outside the matrix). */
 clnorm_status harness_check(harness *h, const clnorm_call *call, const clnorm_variant *force,
-                            const float *x_host, size_t x_elems, size_t y_elems,
-                            const float *gamma, const float *beta, const double *ref_y,
-                            const double *ref_mean, const double *ref_rstd, errors *e,
-                            int *gaps_ok);
+                            const float *x_host, size_t x_elems, size_t y_elems, const float *gamma,
+                            const float *beta, const double *ref_y, const double *ref_mean,
+                            const double *ref_rstd, errors *e, int *gaps_ok);
+
+/* A covering subset of vars[0..n) for CI (test_variants --cover, test_numerics --cover): 1 in the
+ * returned array (n entries, to free) for each variant kept. Each value of each parameter (wg,
+ * tpr, vec, hold, reduce, stats) beside each value of every other one, and each (wg, tpr, vec),
+ * that the list has is in a kept variant; greedy, in list order, so that the same list gives the
+ * same subset (and the same programs, which the tests then share through the caches). */
+unsigned char *harness_cover_variants(const clnorm_variant *vars, size_t n);
 
 /* Fails the test (counts it, prints the message with the case). */
 extern int harness_failures;

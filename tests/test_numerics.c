@@ -4,7 +4,8 @@
  * variants. Rows of 1e4 + N(0,1) (cols 1000 and 4096), the pivot-far rows (4096) and the NaN/Inf,
  * constant and magnitude rows of 768 run with every variant that takes the call, at the
  * variant's own vector width (strides multiple of 16), so they reuse the programs test_variants
- * compiled (ctest runs this test after it; PoCL caches programs on disk).
+ * compiled (ctest runs this test after it; PoCL caches programs on disk); with --cover (CI),
+ * with the variants of test_variants --cover only (harness_cover_variants).
  * The other layouts narrow the width, and each width is a program of its own: they run the
  * first and the last variant of each family (family() below) that takes the call.
  * Measures as in harness.h:
@@ -28,7 +29,7 @@
  * and 2 x 16384, two subnormal rows alone, whose dgamma no normal row outweighs (the tiny rows of
  * cl/backward.cl, BWD_TINY).
  *
- *   test_numerics                         the layouts above
+ *   test_numerics [--cover]               the layouts above
  *   test_numerics extreme [OP [DTYPE [ROWSxCOLS]]]    rows of every magnitude (of OP, of DTYPE,
  *                                                  in one layout: 64x768, 8x1001 or 4x16384)
  *   test_numerics subnormal [OP [DTYPE [ROWSxCOLS]]]  subnormal rows (24x768, 6x1001, 6x16384,
@@ -96,8 +97,9 @@ static const layout layouts[] = {
     {"pivot far from the mean", 8, 4096, 0, 0, 0, 0, 0, 0.0, DATA_PIVOT_FAR, 1},
 };
 
+/* only: NULL, or which variants the layouts of every variant run (--cover) */
 static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant *vars, size_t nv,
-                       size_t *runs, size_t *variants_run) {
+                       const unsigned char *only, size_t *runs, size_t *variants_run) {
   const layout *l = &layouts[li];
   const size_t xs = l->x_stride ? l->x_stride : l->cols;
   const size_t ys = l->in_place ? xs : (l->y_stride ? l->y_stride : l->cols);
@@ -152,12 +154,13 @@ static void run_layout(harness *h, clnorm_op op, size_t li, const clnorm_variant
     call.mean = mb;
   }
   const double tol = l->offset != 0.0 ? 2e-4 : 1e-5;
-  /* which variants run: all, or the first and the last of each family that take the call */
+  /* which variants run: all (or those of `only`), or the first and the last of each family that
+   * take the call */
   unsigned char *chosen = calloc(nv + 1, 1);
   unsigned char first_seen[FAMILIES] = {0}, last_seen[FAMILIES] = {0};
   for (size_t k = 0; k < nv; k++) {
     const size_t f = family(&vars[k]);
-    if ((l->every_variant || !first_seen[f]) &&
+    if ((l->every_variant ? !only || only[k] : !first_seen[f]) &&
         clnorm_variant_check(h->ctx, &call, &vars[k]) == CLNORM_OK)
       chosen[k] = first_seen[f] = 1;
   }
@@ -290,6 +293,12 @@ int main(int argc, char **argv) {
   harness h;
   harness_open(&h, "test_numerics");
   size_t runs = 0;
+  /* --cover: the layouts of every variant run test_variants --cover's subset, whose programs
+   * that test built (tests/CMakeLists.txt) */
+  const int cover = argc == 2 && strcmp(argv[1], "--cover") == 0;
+  if (cover)
+    printf("--cover: the layouts of every variant run the covering subset "
+           "(harness_cover_variants), not every variant\n");
   const int extreme = argc < 2                            ? 0
                       : strcmp(argv[1], "extreme") == 0   ? 1
                       : strcmp(argv[1], "subnormal") == 0 ? 2
@@ -301,14 +310,16 @@ int main(int argc, char **argv) {
     clnorm_variant_list(h.ctx, op, CLNORM_F32, vars, nv);
     if (nv == 0)
       harness_fail("no variants listed");
+    unsigned char *keep = cover ? harness_cover_variants(vars, nv) : NULL;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
       size_t forced = 0;
-      run_layout(&h, op, i, vars, nv, &runs, &forced);
+      run_layout(&h, op, i, vars, nv, keep, &runs, &forced);
       printf("  %s %-30s rows=%zu cols=%zu: dispatcher and %zu of %zu variants\n",
              op == CLNORM_OP_LAYERNORM ? "layernorm" : "rmsnorm", layouts[i].name, layouts[i].rows,
              layouts[i].cols, forced, nv);
       fflush(stdout);
     }
+    free(keep);
     free(vars);
   }
   /* The layouts of `test_numerics extreme` (kind 1) and `test_numerics subnormal` (kind 2). */

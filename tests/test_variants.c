@@ -22,7 +22,7 @@
  * every one: each value of each parameter (wg, tpr, vec, hold, reduce, stats) beside each value
  * of every other parameter, and each (wg, tpr, vec) the list has, in some
  * variant run (greedy: the variant that adds the most of them not yet covered, then the next;
- * cover() below), and a narrower width for every other one.
+ * harness_cover_variants), and a narrower width for every other one.
  * PoCL builds a program in 1-2.5 s on CI's 2 cores and every variant is one at least: the
  * 1,028 LayerNorm variants alone took 2,320 s there (docs/TESTING.md). The run of every variant
  * (without --cover) is the `every_variant` label's.
@@ -108,96 +108,6 @@ static unsigned narrow_width(const clnorm_variant *v, size_t k, const shape *sha
         break;
       }
   return count ? widths[(k + k / 8) % count] : 0;
-}
-
-/* The covering subset (--cover): the parameters' values as small indices, then the pairs of
- * (parameter, value) that the listed variants give, each covered by the first variant chosen
- * that has it. */
-#define COVER_PARAMS 6
-#define COVER_VALUES 16
-
-static unsigned log2_index(unsigned v) {
-  unsigned i = 0;
-  while (v > 1 && i + 1 < COVER_VALUES) {
-    v >>= 1;
-    i++;
-  }
-  return i;
-}
-
-static void cover_values(const clnorm_variant *v, unsigned out[COVER_PARAMS]) {
-  out[0] = log2_index(v->wg);
-  out[1] = log2_index(v->tpr);
-  out[2] = log2_index(v->vec);
-  out[3] = v->hold ? 1 + log2_index(v->hold) : 0;
-  out[4] = (unsigned)v->reduce % COVER_VALUES;
-  out[5] = (unsigned)v->stats % COVER_VALUES;
-}
-
-#define PAIR_ID(i, j, a, b)                                                                        \
-  ((((size_t)(i)*COVER_PARAMS + (j)) * COVER_VALUES + (a)) * COVER_VALUES + (b))
-#define PAIR_IDS (COVER_PARAMS * COVER_PARAMS * COVER_VALUES * COVER_VALUES)
-/* and the triple of the parameters that shape a group and its loads: wg, tpr and vec ((wg, tpr,
- * hold) too took 202 of the 556 RMSNorm variants, against 124) */
-static const unsigned cover_triples[][3] = {{0, 1, 2}};
-#define TRIPLES (sizeof cover_triples / sizeof cover_triples[0])
-#define TRIPLE_ID(t, a, b, c)                                                                      \
-  (PAIR_IDS + (((size_t)(t)*COVER_VALUES + (a)) * COVER_VALUES + (b)) * COVER_VALUES + (c))
-#define COVER_IDS (PAIR_IDS + TRIPLES * COVER_VALUES * COVER_VALUES * COVER_VALUES)
-
-static size_t mark_id(unsigned char *covered, size_t id, int mark) {
-  if (covered[id])
-    return 0;
-  if (mark)
-    covered[id] = 1;
-  return 1;
-}
-
-/* The number of pairs and triples of v that `covered` lacks; with mark, marks them covered. */
-static size_t new_pairs(const clnorm_variant *v, unsigned char *covered, int mark) {
-  unsigned val[COVER_PARAMS];
-  cover_values(v, val);
-  size_t n = 0;
-  for (unsigned i = 0; i < COVER_PARAMS; i++)
-    for (unsigned j = i + 1; j < COVER_PARAMS; j++)
-      n += mark_id(covered, PAIR_ID(i, j, val[i], val[j]), mark);
-  for (size_t t = 0; t < TRIPLES; t++) {
-    const unsigned *c = cover_triples[t];
-    n += mark_id(covered, TRIPLE_ID(t, val[c[0]], val[c[1]], val[c[2]]), mark);
-  }
-  return n;
-}
-
-/* Keeps in vars[0..] the greedy covering subset of vars[0..n) in list order; returns its size.
- * The loop ends when no variant left adds a pair: every pair of parameter values that some listed
- * variant has is then in a kept one. */
-static size_t cover(clnorm_variant *vars, size_t n) {
-  unsigned char *covered = calloc(COVER_IDS, 1), *taken = calloc(n ? n : 1, 1);
-  if (!covered || !taken)
-    harness_fail("out of memory");
-  size_t kept = 0;
-  for (;;) {
-    size_t best = n, best_new = 0;
-    for (size_t k = 0; k < n; k++) {
-      const size_t m = taken[k] ? 0 : new_pairs(&vars[k], covered, 0);
-      if (m > best_new) {
-        best_new = m;
-        best = k;
-      }
-    }
-    if (best == n)
-      break;
-    new_pairs(&vars[best], covered, 1);
-    taken[best] = 1;
-    kept++;
-  }
-  size_t w = 0;
-  for (size_t k = 0; k < n; k++)
-    if (taken[k])
-      vars[w++] = vars[k];
-  free(covered);
-  free(taken);
-  return kept;
 }
 
 /* 1 for a pair every variant runs, else the step of the variants that run it. */
@@ -345,7 +255,12 @@ int main(int argc, char **argv) {
     vars[kept++] = vars[k];
   if (cover_mode) {
     const size_t before = kept;
-    kept = cover(vars, kept);
+    unsigned char *keep = harness_cover_variants(vars, kept);
+    kept = 0;
+    for (size_t k = 0; k < before; k++)
+      if (keep[k])
+        vars[kept++] = vars[k];
+    free(keep);
     printf("--cover: %zu of %zu variants, every pair of parameter values and every (wg, tpr, "
            "vec) among them (not every "
            "variant: the every_variant label's run)\n",
