@@ -641,8 +641,9 @@ static void finite_differences(clnorm_op op, size_t rows, size_t cols) {
  * shapes with a partial last tile and a tail of columns past the last whole vector, each checked
  * to take the split path. */
 static void split_row_lanes(void) {
-  static const clnorm_variant vars[] = {{256, 256, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
-                                        {128, 128, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}};
+  static const clnorm_variant vars[] = {
+      {256, 256, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD},
+      {128, 128, 8, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_WELFORD}};
   /* columns: a partial last tile, then a tail past the last whole vector; widened (same
    * remainders) until the call splits on this device (a CPU splits from two tiles per compute
    * unit, clnorm__split_count) */
@@ -1224,7 +1225,8 @@ static void same_bits_all(void) {
 
 /* The parts of the suite, one ctest each (tests/CMakeLists.txt); a name not among them is refused,
  * so that a mistyped part cannot run another part and pass. */
-static const char *const parts[] = {"forward", "add", "backward", "strips", "store"};
+static const char *const parts[] = {"forward",         "add",    "backward",
+                                    "backward_reduce", "strips", "store"};
 
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "forward";
@@ -1260,6 +1262,15 @@ int main(int argc, char **argv) {
       sweep(CLNORM_OP_LAYERNORM_BWD, (clnorm_dtype)d);
       sweep(CLNORM_OP_RMSNORM_BWD, (clnorm_dtype)d);
     }
+    split_row_lanes();
+  } else if (strcmp(part, "backward_reduce") == 0) {
+    /* ops_backward_gpu_reduce (CLNORM_REDUCE_VEC=1): the column reduction's store in each dtype
+     * and of each op once, half the sweeps of "backward", each a program per width with the
+     * reduction's build option (CI's time, docs/TESTING.md); "backward" with the variable set
+     * runs all six. */
+    sweep(CLNORM_OP_LAYERNORM_BWD, CLNORM_F32);
+    sweep(CLNORM_OP_LAYERNORM_BWD, CLNORM_BF16);
+    sweep(CLNORM_OP_RMSNORM_BWD, CLNORM_F16);
     split_row_lanes();
   } else if (strcmp(part, "strips") == 0) {
     strip_path();
