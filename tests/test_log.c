@@ -363,6 +363,40 @@ int main(void) {
   else
     harness_fail("no error line for a call with cols 0");
 
+  /* The choice lines, once per shape class, choice and variant: two variants that differ only in
+   * their statistics, one forced and one tuned, get a line each (their keys once collided: the
+   * choice was added to the variant's key, whose lowest bit is the statistics, and the second
+   * line never came; src/choose.c, log_key). Both orders of the pair, and a line not repeated. */
+  {
+    clnorm_call at = {.op = CLNORM_OP_LAYERNORM, .rows = 3000, .cols = 1536, .dtype = CLNORM_F32};
+    clnorm_variant a = {32, 32, 4, 0, CLNORM_REDUCE_LOCAL, CLNORM_STATS_TWOPASS};
+    clnorm_variant b = a;
+    b.stats = CLNORM_STATS_WELFORD;
+    const struct {
+      const clnorm_variant *v;
+      clnorm_choice why;
+      const char *end;
+    } seq[] = {{&a, CLNORM_CHOICE_FORCED, "stats=twopass (forced)"},
+               {&b, CLNORM_CHOICE_TUNED, "stats=welford (tuned)"},
+               {&b, CLNORM_CHOICE_FORCED, "stats=welford (forced)"},
+               {&a, CLNORM_CHOICE_TUNED, "stats=twopass (tuned)"}};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+      for (int again = 0; again < 2; again++) { /* the second time: nothing new */
+        from = lines_now();
+        clnorm__log_choice(h.ctx, &at, seq[i].v, seq[i].why, 0);
+        const size_t got = lines_now() - from;
+        pthread_mutex_lock(&lines_lock);
+        const char *text = got ? lines[from].text : "";
+        const size_t len = strlen(text), end_len = strlen(seq[i].end);
+        const int ends = len >= end_len && strcmp(text + len - end_len, seq[i].end) == 0;
+        pthread_mutex_unlock(&lines_lock);
+        CHECK(got == (again ? 0u : 1u) && (again || ends),
+              "choice line %zu (%s), call %d: %zu lines, \"%s\"", i, seq[i].end, again + 1, got,
+              text);
+      }
+    }
+  }
+
   /* No callback: the trace line goes to stderr, and the callback hears nothing more. */
   clnorm_set_log_callback(NULL, NULL);
   from = lines_now();
