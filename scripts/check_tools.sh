@@ -91,7 +91,7 @@ asan() {
 # CLNORM_UNALIGNED=0), ops_backward_gpu_reduce (ops_backward's, with CLNORM_REDUCE_VEC=1) and
 # numerics (the harness's checks of random's and ops_*'s cases, on other data); and two tuner
 # tests whose code the other tuner tests run, and which ASan slows most for their waits and
-# repeats (tuner_bad_readonly 171 s there against 21 s plain in CI's run of 2026-12-07, and
+# repeats (tuner_bad_readonly 171 s under ASan in CI's run of 2026-12-07, 21 s plain here, and
 # tuner_replace 81 s: a read-only database's open and the file replaced under running processes,
 # which the plain suite checks). CI's 60 minutes on 2 cores (docs/TESTING.md).
 asan_skip='^(random_aligned|ops_backward_gpu_reduce|numerics|tuner_bad_readonly|tuner_replace)$'
