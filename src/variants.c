@@ -301,10 +301,10 @@ void clnorm__heuristic(const clnorm_device_info *info, const clnorm_call *call,
        * session50/arms.sh, one round, every output checked; docs/wip/issue21): 128 x 32768
        * 2.48-2.54x, 256 x 24576 3.16-3.18x, 1024 x 20480 1.07-1.18x, 16384 x 32768 1.02-1.26x;
        * 4096 x 65536, which the rule leaves alone, 1.00-1.01x. */
-      const int ln16_unheld = bwd16 && call->op == CLNORM_OP_LAYERNORM_BWD && t > 512;
-      if (unheld && ln16_unheld && (call->cols + t - 1) / t <= elems) {
+      const int wide = unheld && (call->cols + t - 1) / t <= elems;
+      if (wide && bwd16 && call->op == CLNORM_OP_LAYERNORM_BWD && t > 512) {
         v.hold = 0;
-      } else if (unheld && (call->cols + t - 1) / t <= elems && (bwd16 || regs <= 32768 / t)) {
+      } else if (wide && (bwd16 || regs <= 32768 / t)) {
         v.tpr = v.wg = (unsigned)t;
         v.vec = wide_vec;
         v.hold = hold;
